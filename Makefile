@@ -1,0 +1,164 @@
+# toolhooks Makefile. Tools are pinned and installed into ./bin with `go install`;
+# the envtest control plane is built from source by hack/setup-envtest.sh and
+# cached outside the clone.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+IMG ?= toolhooks/controller:dev
+GATEWAY_IMG ?= toolhooks/gateway:dev
+
+## Pinned tool versions.
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
+KUSTOMIZE_VERSION ?= v5.8.1
+
+LOCALBIN ?= $(CURDIR)/bin
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+
+# Packages tested by `make test`: everything but the kind-style e2e suite.
+TEST_PKGS ?= ./...
+TEST_FLAGS ?= -race -count=1
+BENCH ?= .
+BENCH_PKGS ?= ./...
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Display this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: controller-gen ## Generate CRDs and RBAC from the API types and markers.
+	"$(CONTROLLER_GEN)" rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	@mkdir -p charts/toolhooks/crds
+	@rm -f charts/toolhooks/crds/*.yaml
+	@cp config/crd/bases/*.yaml charts/toolhooks/crds/
+
+.PHONY: generate
+generate: controller-gen ## Generate DeepCopy methods.
+	"$(CONTROLLER_GEN)" object:headerFile="hack/boilerplate.go.txt" paths="./..."
+
+.PHONY: fmt
+fmt: ## Run gofmt -s over the tree.
+	gofmt -s -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+	go vet -tags e2e ./test/...
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint (includes the depguard rule keeping internal/hooks free of Kubernetes).
+	"$(GOLANGCI_LINT)" run ./...
+
+.PHONY: lint-fix
+lint-fix: golangci-lint ## Run golangci-lint and apply fixes.
+	"$(GOLANGCI_LINT)" run --fix ./...
+
+.PHONY: verify
+verify: generate manifests ## Fail when generated code or manifests are out of date.
+	@if [ -n "$$(git status --porcelain -- api config charts)" ]; then \
+		echo "Generated files are out of date; run 'make generate manifests' and commit:"; \
+		git status --porcelain -- api config charts; git --no-pager diff --stat -- api config charts; exit 1; \
+	fi
+	@echo "Generated code and manifests are up to date"
+
+.PHONY: envtest
+envtest: ## Build (once) the envtest kube-apiserver, etcd and kubectl from source and print their directory.
+	@hack/setup-envtest.sh
+
+.PHONY: test
+test: generate manifests fmt vet ## Run all unit and envtest suites with -race.
+	@assets="$$(hack/setup-envtest.sh)"; \
+	echo "Running tests with KUBEBUILDER_ASSETS=$$assets"; \
+	KUBEBUILDER_ASSETS="$$assets" go test $(TEST_FLAGS) $(TEST_PKGS)
+
+.PHONY: ci
+ci: verify lint test ## What CI runs: generated code current, lint, then all tests.
+
+.PHONY: bench
+bench: ## Run benchmarks with -benchmem (BENCH=regexp BENCH_PKGS=./internal/...).
+	go test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKGS)
+
+##@ Build
+
+.PHONY: build
+build: generate fmt vet ## Build the binaries into ./bin.
+	go build -o $(LOCALBIN)/manager ./cmd/main.go
+
+.PHONY: run
+run: generate manifests fmt vet ## Run the controller against the cluster in ~/.kube/config.
+	go run ./cmd/main.go
+
+.PHONY: demo
+demo: ## Run the local demo on the embedded default policies.
+	go run ./cmd/demo
+
+.PHONY: docker-build
+docker-build: ## Build the controller image (needs a Docker engine).
+	docker build -t $(IMG) .
+
+##@ Deployment
+
+ifndef ignore-not-found
+  ignore-not-found = false
+endif
+
+.PHONY: install
+install: manifests kustomize ## Install CRDs into the cluster in ~/.kube/config.
+	"$(KUSTOMIZE)" build config/crd | kubectl apply -f -
+
+.PHONY: uninstall
+uninstall: manifests kustomize ## Uninstall CRDs from the cluster in ~/.kube/config.
+	"$(KUSTOMIZE)" build config/crd | kubectl delete --ignore-not-found=$(ignore-not-found) -f -
+
+.PHONY: deploy
+deploy: manifests kustomize ## Deploy the controller to the cluster in ~/.kube/config.
+	cd config/manager && "$(KUSTOMIZE)" edit set image controller=$(IMG)
+	"$(KUSTOMIZE)" build config/default | kubectl apply -f -
+
+.PHONY: undeploy
+undeploy: kustomize ## Undeploy the controller from the cluster in ~/.kube/config.
+	"$(KUSTOMIZE)" build config/default | kubectl delete --ignore-not-found=$(ignore-not-found) -f -
+
+##@ Tools
+
+$(LOCALBIN):
+	mkdir -p "$(LOCALBIN)"
+
+.PHONY: controller-gen
+controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into ./bin.
+$(CONTROLLER_GEN): | $(LOCALBIN)
+	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into ./bin.
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+.PHONY: kustomize
+kustomize: $(KUSTOMIZE) ## Install kustomize into ./bin.
+$(KUSTOMIZE): | $(LOCALBIN)
+	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+# go-install-tool installs package $(2)@$(3) into $(1) (a versioned file name),
+# with a symlink without the version beside it.
+define go-install-tool
+@[ -f "$(1)" ] || { \
+set -e; \
+package=$(2)@$(3) ; \
+echo "Installing $${package} into $(LOCALBIN)" ; \
+rm -f "$(1)" ; \
+GOBIN="$(LOCALBIN)" go install $${package} ; \
+mv "$(LOCALBIN)/$$(basename "$(2)")" "$(1)" ; \
+} ; \
+ln -sf "$$(basename "$(1)")" "$$(echo "$(1)" | sed "s/-$(3)$$//")"
+endef

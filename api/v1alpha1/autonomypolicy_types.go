@@ -1,0 +1,180 @@
+/*
+Copyright 2026 The toolhooks Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// AutonomyMode is how much an agent may change on its own.
+// +kubebuilder:validation:Enum=Full;Supervised;ReadOnly
+type AutonomyMode string
+
+const (
+	// AutonomyFull allows every tool the other rules allow.
+	AutonomyFull AutonomyMode = "Full"
+	// AutonomySupervised is enforced like Full; it marks agents a human supervises.
+	AutonomySupervised AutonomyMode = "Supervised"
+	// AutonomyReadOnly denies every tool not known to be read-only.
+	AutonomyReadOnly AutonomyMode = "ReadOnly"
+)
+
+// Workspace is the directory an agent works in.
+// +kubebuilder:validation:XValidation:rule="!has(self.only) || !self.only || self.root.startsWith('/')",message="workspace.only needs an absolute workspace.root"
+type Workspace struct {
+	// root is the workspace directory on the gateway; relative tool paths resolve against it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Root string `json:"root"`
+	// only confines every path a tool names to the workspace root (symlinks resolved).
+	// +optional
+	Only bool `json:"only,omitempty"`
+}
+
+// ShellPolicy controls the shell tool.
+// +kubebuilder:validation:XValidation:rule="!has(self.allowedCommands) || size(self.allowedCommands) == 0 || (has(self.allow) && self.allow)",message="shell.allowedCommands has no effect unless shell.allow is true"
+type ShellPolicy struct {
+	// allow permits the shell tool at all; false denies every shell call.
+	// +optional
+	Allow bool `json:"allow,omitempty"`
+	// allowedCommands are globs every simple command of a shell call must match
+	// (for example "git *", "go test *"); ["*"] allows every command. Empty denies all.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=1024
+	AllowedCommands []string `json:"allowedCommands,omitempty"`
+}
+
+// ToolPathArguments names the arguments of one tool that carry paths.
+type ToolPathArguments struct {
+	// tool is the exact tool name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Tool string `json:"tool"`
+	// keys are the top-level argument names holding a path or an array of paths.
+	// +required
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	Keys []string `json:"keys"`
+}
+
+// ToolRules allows and denies tools by name.
+type ToolRules struct {
+	// allow are globs of tool names that may be called; empty allows every tool.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	Allow []string `json:"allow,omitempty"`
+	// deny are globs of tool names that may never be called; deny wins over allow.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	Deny []string `json:"deny,omitempty"`
+	// readOnly names extra tools that ReadOnly mode treats as read-only.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	ReadOnly []string `json:"readOnly,omitempty"`
+	// pathArguments names, per tool, the arguments that carry paths.
+	// +optional
+	// +listType=map
+	// +listMapKey=tool
+	// +kubebuilder:validation:MaxItems=256
+	PathArguments []ToolPathArguments `json:"pathArguments,omitempty"`
+}
+
+// AutonomyPolicySpec is what an agent may do on its own.
+type AutonomyPolicySpec struct {
+	// mode is Full, Supervised or ReadOnly.
+	// +optional
+	// +kubebuilder:default=Full
+	Mode AutonomyMode `json:"mode,omitempty"`
+	// workspace is the agent's workspace and whether paths are confined to it.
+	// +optional
+	Workspace *Workspace `json:"workspace,omitempty"`
+	// forbiddenPathGlobs are path globs (doublestar syntax) no tool may touch,
+	// matched against the path as given and its resolved real path.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=1024
+	ForbiddenPathGlobs []string `json:"forbiddenPathGlobs,omitempty"`
+	// shell controls the shell tool.
+	// +optional
+	Shell *ShellPolicy `json:"shell,omitempty"`
+	// tools allows and denies tools by name.
+	// +optional
+	Tools *ToolRules `json:"tools,omitempty"`
+	// enforcementAction is Deny (default) or Warn (dry-run: record, do not block).
+	// +optional
+	// +kubebuilder:default=Deny
+	EnforcementAction EnforcementAction `json:"enforcementAction,omitempty"`
+	// gatewaySelector selects gateway pods in this namespace; empty selects all of them.
+	// +optional
+	GatewaySelector *metav1.LabelSelector `json:"gatewaySelector,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ap,categories=toolhooks
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.enforcementAction`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Enforced",type=string,JSONPath=`.status.conditions[?(@.type=="Enforced")].status`
+// +kubebuilder:printcolumn:name="Gateways",type=integer,JSONPath=`.status.gateways.selected`
+// +kubebuilder:printcolumn:name="Enforcing",type=integer,JSONPath=`.status.gateways.enforcing`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// AutonomyPolicy is a hook that gates what an agent may do on its own: read-only
+// mode, workspace confinement, forbidden paths and a shell allow-list.
+type AutonomyPolicy struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+	// spec is the desired behaviour.
+	// +required
+	Spec AutonomyPolicySpec `json:"spec"`
+	// status is the observed state.
+	// +optional
+	Status PolicyStatus `json:"status,omitzero"`
+}
+
+// +kubebuilder:object:root=true
+
+// AutonomyPolicyList contains a list of AutonomyPolicy.
+type AutonomyPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitzero"`
+	Items           []AutonomyPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(SchemeGroupVersion, &AutonomyPolicy{}, &AutonomyPolicyList{})
+		return nil
+	})
+}

@@ -1,0 +1,87 @@
+/*
+Copyright 2026 The toolhooks Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types set on every policy kind.
+const (
+	// ConditionAccepted is True when the spec compiles into a hook.
+	ConditionAccepted = "Accepted"
+	// ConditionEnforced is True when every selected gateway enforces the current generation.
+	ConditionEnforced = "Enforced"
+	// ConditionDegraded is True on a PluginHook whose plugin keeps failing (circuit open).
+	ConditionDegraded = "Degraded"
+)
+
+// Condition reasons.
+const (
+	// ReasonCompiled means the spec compiled into a hook.
+	ReasonCompiled = "Compiled"
+	// ReasonInvalidGlob means a glob pattern in the spec does not parse.
+	ReasonInvalidGlob = "InvalidGlob"
+	// ReasonInvalidPath means a path in the spec is not usable (relative root, NUL byte, ...).
+	ReasonInvalidPath = "InvalidPath"
+	// ReasonInvalidSpec means the spec is rejected for another reason named in the message.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonAllGatewaysEnforcing means every selected gateway acknowledged the current generation.
+	ReasonAllGatewaysEnforcing = "AllGatewaysEnforcing"
+	// ReasonPending means some selected gateways have not acknowledged the current generation yet.
+	ReasonPending = "Pending"
+	// ReasonNoGateways means the gateway selector matches no gateway pod.
+	ReasonNoGateways = "NoGateways"
+)
+
+// EnforcementAction says what a policy does with a call it would deny.
+// +kubebuilder:validation:Enum=Deny;Warn
+type EnforcementAction string
+
+const (
+	// EnforcementDeny stops the call.
+	EnforcementDeny EnforcementAction = "Deny"
+	// EnforcementWarn records the would-be denial (an Event and an audit record) and lets the call proceed.
+	EnforcementWarn EnforcementAction = "Warn"
+)
+
+// GatewayCounts counts the gateway pods a policy selects and how many enforce it.
+type GatewayCounts struct {
+	// selected is the number of gateway pods the policy's gatewaySelector matches.
+	// +optional
+	Selected int32 `json:"selected"`
+	// enforcing is the number of selected pods that acknowledged a configuration
+	// including the policy's current generation.
+	// +optional
+	Enforcing int32 `json:"enforcing"`
+}
+
+// PolicyStatus is the observed state shared by every policy kind.
+type PolicyStatus struct {
+	// observedGeneration is the generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions are Accepted, Enforced and (PluginHook only) Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// gateways counts the selected and enforcing gateway pods.
+	// +optional
+	Gateways GatewayCounts `json:"gateways,omitzero"`
+}

@@ -1,0 +1,158 @@
+/*
+Copyright 2026 The toolhooks Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Subjects selects the calls a contract binds, by glob on the hook context's ids.
+// An empty list matches every value.
+type Subjects struct {
+	// sessions are globs of session ids.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	Sessions []string `json:"sessions,omitempty"`
+	// channels are globs of channel ids (for example "slack", "mcp").
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	Channels []string `json:"channels,omitempty"`
+	// senders are globs of sender ids.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	Senders []string `json:"senders,omitempty"`
+}
+
+// ScopedCapability grants one tool, optionally only under some paths.
+type ScopedCapability struct {
+	// tool is the exact tool name (read_file, write_file, edit_file, apply_patch,
+	// list_dir, shell, code_exec, git, process, ...).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Tool string `json:"tool"`
+	// allowedPaths are path prefixes the tool's paths must resolve under; empty grants
+	// the tool without a path restriction.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=4096
+	AllowedPaths []string `json:"allowedPaths,omitempty"`
+}
+
+// RateLimit limits calls per sender and tool.
+type RateLimit struct {
+	// tools is a glob of tool names the limit applies to.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Tools string `json:"tools"`
+	// perSenderPerMinute is the most calls one sender may make to one matching tool
+	// in any 60-second window. When several limits match a tool, the largest applies.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	PerSenderPerMinute int32 `json:"perSenderPerMinute"`
+}
+
+// ContractPolicySpec is a per-session contract: a budget, scoped capabilities and rate limits.
+// +kubebuilder:validation:XValidation:rule="(has(self.maxToolCalls) && self.maxToolCalls > 0) || (has(self.scopedCapabilities) && size(self.scopedCapabilities) > 0) || (has(self.allowedPaths) && size(self.allowedPaths) > 0) || (has(self.rateLimits) && size(self.rateLimits) > 0)",message="a contract needs at least one of maxToolCalls, scopedCapabilities, allowedPaths or rateLimits"
+type ContractPolicySpec struct {
+	// subjects selects the calls (by session, channel and sender) this contract binds;
+	// empty binds every call.
+	// +optional
+	Subjects *Subjects `json:"subjects,omitempty"`
+	// maxToolCalls is the most tool calls one session may execute; 0 means no budget.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000000
+	MaxToolCalls int32 `json:"maxToolCalls,omitempty"`
+	// scopedCapabilities grant tools, optionally under path prefixes. When any grant has
+	// allowedPaths, file-system and exec tools without a grant of their own are denied.
+	// +optional
+	// +listType=map
+	// +listMapKey=tool
+	// +kubebuilder:validation:MaxItems=64
+	ScopedCapabilities []ScopedCapability `json:"scopedCapabilities,omitempty"`
+	// allowedPaths are path prefixes every file-system and exec tool's paths must resolve under.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=4096
+	AllowedPaths []string `json:"allowedPaths,omitempty"`
+	// rateLimits limit calls per sender and tool over a sliding minute.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	RateLimits []RateLimit `json:"rateLimits,omitempty"`
+	// enforcementAction is Deny (default) or Warn (dry-run: record, do not block).
+	// +optional
+	// +kubebuilder:default=Deny
+	EnforcementAction EnforcementAction `json:"enforcementAction,omitempty"`
+	// gatewaySelector selects gateway pods in this namespace; empty selects all of them.
+	// +optional
+	GatewaySelector *metav1.LabelSelector `json:"gatewaySelector,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ctp,categories=toolhooks
+// +kubebuilder:printcolumn:name="Budget",type=integer,JSONPath=`.spec.maxToolCalls`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.enforcementAction`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Enforced",type=string,JSONPath=`.status.conditions[?(@.type=="Enforced")].status`
+// +kubebuilder:printcolumn:name="Gateways",type=integer,JSONPath=`.status.gateways.selected`
+// +kubebuilder:printcolumn:name="Enforcing",type=integer,JSONPath=`.status.gateways.enforcing`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// ContractPolicy is a hook enforcing per-session contracts: tool-call budgets,
+// scoped capabilities, allowed paths and per-sender rate limits.
+type ContractPolicy struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+	// spec is the desired behaviour.
+	// +required
+	Spec ContractPolicySpec `json:"spec"`
+	// status is the observed state.
+	// +optional
+	Status PolicyStatus `json:"status,omitzero"`
+}
+
+// +kubebuilder:object:root=true
+
+// ContractPolicyList contains a list of ContractPolicy.
+type ContractPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitzero"`
+	Items           []ContractPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(SchemeGroupVersion, &ContractPolicy{}, &ContractPolicyList{})
+		return nil
+	})
+}
