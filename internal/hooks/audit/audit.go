@@ -1,0 +1,186 @@
+// Package audit provides the AuditLog hook: it never denies and emits exactly
+// one structured record per tool call, including denied calls, with the
+// call's outcome, lengths and timing but never its argument or result
+// contents.
+package audit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+)
+
+// Name is the AuditLog hook's name.
+const Name = "AuditLog"
+
+// Message is the message of every audit record written by a SlogSink.
+const Message = "Tool call"
+
+// Record is one call's audit record. It holds no argument or result contents.
+type Record struct {
+	// Time is when the call completed (when the record was made).
+	Time time.Time
+	// Tool is the tool name as the caller sent it.
+	Tool string
+	// SessionID, ChannelID, SenderID and CorrelationID identify the call.
+	SessionID     string
+	ChannelID     string
+	SenderID      string
+	CorrelationID string
+	// Streaming is true when the agent's turn was streamed.
+	Streaming bool
+	// Outcome is allowed, denied, succeeded, failed, timed_out or unknown_tool.
+	Outcome hooks.Status
+	// Denial is the deciding denial (hook, policy, rule, reason) when Outcome is denied.
+	Denial *hooks.Decision
+	// Warnings are the would-be denials of hooks in warn (dry-run) mode.
+	Warnings []hooks.Decision
+	// Duration is how long the tool ran (zero when it did not run).
+	Duration time.Duration
+	// ArgumentLength is the length in bytes of the arguments text.
+	ArgumentLength int
+	// ResultLength is the length in bytes of the text returned to the caller.
+	ResultLength int
+}
+
+// Sink receives audit records. It must be safe for concurrent use.
+type Sink interface {
+	Emit(ctx context.Context, r Record) error
+}
+
+// SinkFunc adapts a function to Sink.
+type SinkFunc func(ctx context.Context, r Record) error
+
+// Emit calls f.
+func (f SinkFunc) Emit(ctx context.Context, r Record) error { return f(ctx, r) }
+
+// SlogSink writes each record as one log/slog record at level Info with
+// message Message and lowerCamel keys: tool, sessionId, channelId, senderId,
+// correlationId, streaming, outcome, denial, warnings, durationMs,
+// argumentLength, resultLength. The record's time is the slog time.
+type SlogSink struct {
+	h slog.Handler
+}
+
+// NewSlogSink returns a sink writing to handler h.
+func NewSlogSink(h slog.Handler) *SlogSink { return &SlogSink{h: h} }
+
+// NewJSONSink returns a sink writing one JSON object per line to w
+// (slog.JSONHandler); the gateway uses os.Stdout.
+func NewJSONSink(w io.Writer) *SlogSink { return NewSlogSink(slog.NewJSONHandler(w, nil)) }
+
+// Emit writes r, returning the handler's error.
+func (s *SlogSink) Emit(ctx context.Context, r Record) error {
+	if !s.h.Enabled(ctx, slog.LevelInfo) {
+		return nil
+	}
+	rec := slog.NewRecord(r.Time, slog.LevelInfo, Message, 0)
+	rec.AddAttrs(
+		slog.String("tool", r.Tool),
+		slog.String("sessionId", r.SessionID),
+		slog.String("channelId", r.ChannelID),
+		slog.String("senderId", r.SenderID),
+		slog.String("correlationId", r.CorrelationID),
+		slog.Bool("streaming", r.Streaming),
+		slog.String("outcome", string(r.Outcome)),
+	)
+	if r.Denial != nil {
+		rec.AddAttrs(slog.Any("denial", r.Denial))
+	}
+	if len(r.Warnings) > 0 {
+		rec.AddAttrs(slog.Any("warnings", r.Warnings))
+	}
+	rec.AddAttrs(
+		slog.Float64("durationMs", float64(r.Duration)/float64(time.Millisecond)),
+		slog.Int("argumentLength", r.ArgumentLength),
+		slog.Int("resultLength", r.ResultLength),
+	)
+	if err := s.h.Handle(ctx, rec); err != nil {
+		return fmt.Errorf("writing audit record: %w", err)
+	}
+	return nil
+}
+
+// AuditLog is the audit hook. Its Before always allows and costs nothing; its
+// After emits the call's one record. Put it first in the hook list so every
+// call, including unknown tools and denials, reaches it.
+type AuditLog struct {
+	sink Sink
+	now  func() time.Time
+}
+
+var _ hooks.FallibleAfterHook = (*AuditLog)(nil)
+
+// Option configures an AuditLog.
+type Option func(*AuditLog)
+
+// WithClock sets the clock stamping records (default time.Now).
+func WithClock(now func() time.Time) Option {
+	return func(a *AuditLog) { a.now = now }
+}
+
+// New returns an AuditLog emitting to sink; nil means NewJSONSink(os.Stdout).
+func New(sink Sink, opts ...Option) *AuditLog {
+	if sink == nil {
+		sink = NewJSONSink(os.Stdout)
+	}
+	a := &AuditLog{sink: sink, now: time.Now}
+	for _, opt := range opts {
+		opt(a)
+	}
+	return a
+}
+
+// Name returns "AuditLog".
+func (a *AuditLog) Name() string { return Name }
+
+// Before allows every call; the record is emitted once, in After.
+func (a *AuditLog) Before(context.Context, *hooks.Call) (hooks.Verdict, error) {
+	return hooks.Allow, nil
+}
+
+// After emits the call's record, logging a sink error to slog.Default(). The
+// executor calls TryAfter instead and logs with its own logger.
+func (a *AuditLog) After(ctx context.Context, call *hooks.Call, res *hooks.Result) {
+	if err := a.TryAfter(ctx, call, res); err != nil {
+		slog.Default().ErrorContext(ctx, "Audit record lost", "tool", call.Tool,
+			"correlationId", call.CorrelationID, "error", err)
+	}
+}
+
+// TryAfter emits the call's record and returns the sink's error.
+func (a *AuditLog) TryAfter(ctx context.Context, call *hooks.Call, res *hooks.Result) error {
+	if err := a.sink.Emit(ctx, a.record(call, res)); err != nil {
+		return fmt.Errorf("emitting audit record: %w", err)
+	}
+	return nil
+}
+
+// record builds the record of a completed call.
+func (a *AuditLog) record(call *hooks.Call, res *hooks.Result) Record {
+	r := Record{
+		Time:           a.now(),
+		Tool:           call.Tool,
+		SessionID:      call.SessionID,
+		ChannelID:      call.ChannelID,
+		SenderID:       call.SenderID,
+		CorrelationID:  call.CorrelationID,
+		Streaming:      call.Streaming,
+		Outcome:        res.Status,
+		Warnings:       slices.Clone(res.Warnings),
+		Duration:       res.Duration,
+		ArgumentLength: len(call.ArgsJSON),
+		ResultLength:   len(res.Output),
+	}
+	if res.Denial != nil {
+		d := *res.Denial
+		r.Denial = &d
+	}
+	return r
+}

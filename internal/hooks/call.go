@@ -1,0 +1,197 @@
+package hooks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// ErrInvalidArguments is wrapped by every error ParseArgs returns, so callers
+// can tell malformed arguments apart with errors.Is.
+var ErrInvalidArguments = errors.New("invalid tool arguments")
+
+// maxArgsDepth bounds how deeply argument values may nest; it matches the
+// limit encoding/json applies when decoding.
+const maxArgsDepth = 10000
+
+// NewCall returns a Call for tool with its arguments parsed once by ParseArgs.
+// Args is never nil; when the arguments are not one JSON object ArgsErr says
+// why, Args is empty and the executor denies the call. The caller fills in the
+// session, channel, sender, correlation id and streaming flag.
+func NewCall(tool, argsJSON string) *Call {
+	args, err := ParseArgs(argsJSON)
+	return &Call{Tool: tool, ArgsJSON: argsJSON, Args: args, ArgsErr: err}
+}
+
+// ParseArgs parses a tool call's arguments, which must be exactly one JSON
+// object. Text that is empty or only JSON whitespace means no arguments ({}).
+// Numbers are kept exact as json.Number. It always returns a non-nil map (an
+// empty one on error) and rejects, with an error wrapping ErrInvalidArguments:
+//   - any top-level value that is not an object (array, string, number, bool, null);
+//   - invalid JSON, including truncated input;
+//   - anything but whitespace after the object;
+//   - text that is not valid UTF-8 (encoding/json would silently replace it,
+//     so hooks reading the raw text and the tool would see different bytes);
+//   - duplicate keys in any object at any depth (parsers disagree on which
+//     value wins, which would let a hook and a tool see different arguments);
+//   - nesting deeper than 10,000 levels.
+//
+// Error messages never quote the arguments beyond the single offending
+// character encoding/json reports, so they are safe to audit and log.
+func ParseArgs(argsJSON string) (map[string]any, error) {
+	if isBlankJSON(argsJSON) {
+		return map[string]any{}, nil
+	}
+	args, err := parseArgs(argsJSON)
+	if err != nil {
+		return map[string]any{}, err
+	}
+	return args, nil
+}
+
+func parseArgs(s string) (map[string]any, error) {
+	if !utf8.ValidString(s) {
+		return nil, fmt.Errorf("%w: not valid UTF-8", ErrInvalidArguments)
+	}
+	p := argsParser{dec: json.NewDecoder(strings.NewReader(s))}
+	p.dec.UseNumber()
+	tok, err := p.token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("%w: want one JSON object, got %s", ErrInvalidArguments, jsonKind(tok))
+	}
+	args, err := p.object(1)
+	if err != nil {
+		return nil, err
+	}
+	end := p.dec.InputOffset()
+	if _, err := p.dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: unexpected data after the object at byte offset %d", ErrInvalidArguments, end)
+	}
+	return args, nil
+}
+
+// argsParser builds the argument value from a token stream so that duplicate
+// keys, which json.Decoder.Decode silently accepts, can be rejected.
+type argsParser struct {
+	dec *json.Decoder
+}
+
+func (p *argsParser) token() (json.Token, error) {
+	tok, err := p.dec.Token()
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidArguments, err)
+	}
+	return tok, nil
+}
+
+// value converts tok, the first token of a value, into the value.
+func (p *argsParser) value(tok json.Token, depth int) (any, error) {
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return tok, nil // string, json.Number, bool or nil
+	}
+	if depth >= maxArgsDepth {
+		return nil, fmt.Errorf("%w: nested more than %d levels deep", ErrInvalidArguments, maxArgsDepth)
+	}
+	switch d {
+	case '{':
+		return p.object(depth + 1)
+	case '[':
+		return p.array(depth + 1)
+	default:
+		// json.Decoder.Token reports misplaced closing delimiters itself.
+		return nil, fmt.Errorf("%w: unexpected %q", ErrInvalidArguments, rune(d))
+	}
+}
+
+// object reads the members of an object whose '{' has been consumed.
+func (p *argsParser) object(depth int) (map[string]any, error) {
+	m := map[string]any{}
+	for {
+		offset := p.dec.InputOffset()
+		tok, err := p.token()
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := tok.(json.Delim); ok && d == '}' {
+			return m, nil
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: object key at byte offset %d is not a string", ErrInvalidArguments, offset)
+		}
+		if _, dup := m[key]; dup {
+			return nil, fmt.Errorf("%w: duplicate object key at byte offset %d", ErrInvalidArguments, offset)
+		}
+		tok, err = p.token()
+		if err != nil {
+			return nil, err
+		}
+		v, err := p.value(tok, depth)
+		if err != nil {
+			return nil, err
+		}
+		m[key] = v
+	}
+}
+
+// array reads the elements of an array whose '[' has been consumed.
+func (p *argsParser) array(depth int) ([]any, error) {
+	a := []any{}
+	for {
+		tok, err := p.token()
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := tok.(json.Delim); ok && d == ']' {
+			return a, nil
+		}
+		v, err := p.value(tok, depth)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, v)
+	}
+}
+
+// jsonKind names the kind of value tok starts, for error messages.
+func jsonKind(tok json.Token) string {
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '[' {
+			return "an array"
+		}
+		return fmt.Sprintf("%q", rune(t))
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	default:
+		return fmt.Sprintf("%T", tok)
+	}
+}
+
+// isBlankJSON reports whether s is empty or holds only JSON whitespace.
+func isBlankJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return false
+		}
+	}
+	return true
+}

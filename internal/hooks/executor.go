@@ -1,0 +1,461 @@
+package hooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+)
+
+// Names of the pseudo-hooks the executor itself denies as. They appear in the
+// caller's denial text and in Decision.Hook like a real hook's name.
+const (
+	// ArgumentsHookName denies calls whose arguments are not one JSON object.
+	ArgumentsHookName = "arguments"
+	// ContextHookName denies calls whose context ended before the before phase completed.
+	ContextHookName = "context"
+)
+
+// Rules the executor and the adapters in this package put into decisions.
+const (
+	// RuleInvalidArguments: the call's arguments are not one JSON object (Call.ArgsErr).
+	RuleInvalidArguments = "InvalidArguments"
+	// RuleHookError: a before-callback returned an error.
+	RuleHookError = "HookError"
+	// RuleHookPanic: a before-callback panicked.
+	RuleHookPanic = "HookPanic"
+	// RuleCancelled: the call's context was cancelled or expired during the before phase.
+	RuleCancelled = "Cancelled"
+	// RuleDenied is filled in when a hook denies without naming a rule.
+	RuleDenied = "Denied"
+	// RulePlainHookDenied: a plain hook's BeforeExecute returned false.
+	RulePlainHookDenied = "PlainHookDenied"
+)
+
+// FallibleAfterHook is an optional interface for hooks whose after-callback can
+// fail. The executor calls TryAfter instead of After and logs a returned error
+// with its logger; the error never reaches the caller.
+type FallibleAfterHook interface {
+	Hook
+	TryAfter(ctx context.Context, call *Call, res *Result) error
+}
+
+// Executor runs tool calls through an ordered hook list. It is immutable once
+// built and safe for concurrent use.
+type Executor struct {
+	entries []entry
+	tools   map[string]Tool
+	timeout time.Duration
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// entry is an Entry prepared once so that the per-call path does no work that
+// could be done at construction.
+type entry struct {
+	hook     Hook
+	tryAfter FallibleAfterHook // nil when the hook does not implement it
+	name     string
+	denial   string // DenialText + name
+	policy   PolicyRef
+	action   EnforcementAction
+	failOpen bool
+}
+
+// Option configures an Executor.
+type Option func(*Executor)
+
+// WithToolTimeout sets how long a tool may run (default DefaultToolTimeout).
+// Zero or a negative duration means no timeout.
+func WithToolTimeout(d time.Duration) Option {
+	return func(e *Executor) { e.timeout = d }
+}
+
+// WithLogger sets the logger for failures the executor swallows: after-phase
+// errors and panics, fail-open before-hook failures, hook panics and tool
+// failures. Nil means slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(e *Executor) {
+		if l != nil {
+			e.log = l
+		}
+	}
+}
+
+// NewExecutor builds an Executor from the ordered hook list and the tools it
+// may run. It copies both; it rejects entries without a hook or name or with
+// an unknown action, and tools that are nil, unnamed or registered twice.
+func NewExecutor(entries []Entry, tools []Tool, opts ...Option) (*Executor, error) {
+	e := &Executor{
+		entries: make([]entry, 0, len(entries)),
+		tools:   make(map[string]Tool, len(tools)),
+		timeout: DefaultToolTimeout,
+		log:     slog.Default(),
+		now:     time.Now,
+	}
+	for _, opt := range opts {
+		opt(e)
+	}
+	for i, en := range entries {
+		if err := en.validate(); err != nil {
+			return nil, fmt.Errorf("hook entry %d: %w", i, err)
+		}
+		name := en.Hook.Name()
+		action := en.Action
+		if action == "" {
+			action = ActionDeny
+		}
+		tryAfter, _ := en.Hook.(FallibleAfterHook)
+		e.entries = append(e.entries, entry{
+			hook:     en.Hook,
+			tryAfter: tryAfter,
+			name:     name,
+			denial:   DenialText + name,
+			policy:   en.Policy,
+			action:   action,
+			failOpen: en.FailOpen,
+		})
+	}
+	for i, t := range tools {
+		if t == nil {
+			return nil, fmt.Errorf("tool %d is nil", i)
+		}
+		name := t.Name()
+		if name == "" {
+			return nil, fmt.Errorf("tool %d has an empty name", i)
+		}
+		if _, dup := e.tools[name]; dup {
+			return nil, fmt.Errorf("tool %q is registered twice", name)
+		}
+		e.tools[name] = t
+	}
+	return e, nil
+}
+
+// validate checks that an Entry can be run.
+func (en Entry) validate() error {
+	if en.Hook == nil {
+		return errors.New("hook is nil")
+	}
+	if en.Hook.Name() == "" {
+		return errors.New("hook has an empty name")
+	}
+	switch en.Action {
+	case "", ActionDeny, ActionWarn:
+		return nil
+	default:
+		return fmt.Errorf("hook %q: unknown enforcement action %q", en.Hook.Name(), en.Action)
+	}
+}
+
+// Execute runs one tool call (SPEC A1 with the B improvements):
+//
+//  1. A tool that is not registered under exactly call.Tool yields
+//     UnknownToolText and StatusUnknownTool; no before-callback runs.
+//  2. The before phase (see Decide) runs; a denial yields exactly
+//     DenialText+hook name in Output and the Decision in Denial.
+//  3. The tool runs with the executor's timeout: TimedOutText on timeout,
+//     FailedText on an error or panic (Failed is true for both). Output that
+//     merely starts with "Error:" is a success. Duration covers the tool only.
+//  4. The after phase runs every hook's after-callback in order, for every
+//     outcome including unknown tools and denials, so that the audit hook
+//     records each call exactly once. After-callbacks get a copy of the
+//     result and a context that is not cancelled with ctx; their errors and
+//     panics are logged and never change what Execute returns.
+//
+// call must have been built by NewCall (or have Args set consistently).
+func (e *Executor) Execute(ctx context.Context, call *Call) Result {
+	var res Result
+	tool, ok := e.tools[call.Tool]
+	if !ok {
+		res.Status = StatusUnknownTool
+		res.Output = UnknownToolText
+	} else if e.before(ctx, call, &res) {
+		e.runTool(ctx, tool, call, &res)
+	}
+	e.after(ctx, call, res)
+	return res
+}
+
+// Evaluate runs the before phase for a tool the caller will run itself (the
+// /v1/decisions API) and then the after phase, so the decision is audited.
+// The result's Status is StatusAllowed (Output empty) or StatusDenied.
+// Evaluate does not look the tool up: the caller owns its tool set, so an
+// unregistered tool is evaluated by the hooks like any other (policies treat
+// tools they do not know as mutating).
+func (e *Executor) Evaluate(ctx context.Context, call *Call) Result {
+	res := e.Decide(ctx, call)
+	e.after(ctx, call, res)
+	return res
+}
+
+// Decide runs only the before phase and no after-callbacks, so nothing is
+// audited: it is for offline evaluation (CLI, policy validation) and
+// benchmarks. Gateways use Execute or Evaluate.
+//
+// The before phase denies calls whose ArgsErr is set (hook "arguments"), then
+// runs the entries' before-callbacks in order. The first denial from an entry
+// whose action is Deny stops the phase; a denial from a Warn entry is
+// appended to Warnings and the phase continues. A before-callback that
+// returns an error or panics denies (rules HookError, HookPanic) unless its
+// entry is fail-open, in which case the failure is logged and the hook
+// allows. A context that is done before or during the phase denies (hook
+// "context", rule Cancelled). Allowed calls get StatusAllowed.
+func (e *Executor) Decide(ctx context.Context, call *Call) Result {
+	var res Result
+	if e.before(ctx, call, &res) {
+		res.Status = StatusAllowed
+	}
+	return res
+}
+
+// before runs the before phase into res and reports whether the call may
+// proceed. On denial it sets Status, Output and Denial. The allowed path
+// allocates nothing unless a Warn entry denies.
+func (e *Executor) before(ctx context.Context, call *Call, res *Result) bool {
+	if call.ArgsErr != nil {
+		deny(res, DenialText+ArgumentsHookName, Decision{
+			Hook:   ArgumentsHookName,
+			Rule:   RuleInvalidArguments,
+			Reason: "The arguments must be one JSON object: " + call.ArgsErr.Error(),
+			Action: ActionDeny,
+		})
+		return false
+	}
+	for next := 0; ; {
+		var allowed, done bool
+		if next, allowed, done = e.beforeFrom(ctx, call, res, next); done {
+			return allowed
+		}
+	}
+}
+
+// beforeFrom runs the before-callbacks from entry start on. It recovers a
+// panic once for the whole run rather than once per hook, which keeps the
+// per-hook cost down: when entry i panics and the phase goes on (fail-open or
+// warn), it returns done=false and next=i+1 to be called again from there.
+func (e *Executor) beforeFrom(ctx context.Context, call *Call, res *Result, start int) (next int, allowed, done bool) {
+	i := start
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		en := &e.entries[i]
+		e.log.ErrorContext(ctx, "Before hook panicked", "hook", en.name, "tool", call.Tool,
+			"correlationId", call.CorrelationID, "failOpen", en.failOpen, "panic", r, "stack", string(debug.Stack()))
+		next, allowed, done = i+1, false, false
+		if en.failOpen {
+			return
+		}
+		if e.refuse(res, en, en.decision(RuleHookPanic, fmt.Sprintf("Hook %s panicked: %v", en.name, r))) {
+			done = true
+		}
+	}()
+	for ; i < len(e.entries); i++ {
+		en := &e.entries[i]
+		if ctx.Err() != nil {
+			deny(res, DenialText+ContextHookName, cancelled(ctx, en.name))
+			return 0, false, true
+		}
+		v, err := en.hook.Before(ctx, call)
+		switch {
+		case err != nil:
+			if en.failOpen {
+				e.log.WarnContext(ctx, "Before hook failed; allowing because it is fail-open", "hook", en.name,
+					"tool", call.Tool, "correlationId", call.CorrelationID, "error", err)
+				continue
+			}
+			if e.refuse(res, en, en.decision(RuleHookError, fmt.Sprintf("Hook %s failed: %v", en.name, err))) {
+				return 0, false, true
+			}
+		case !v.Allowed:
+			if e.refuse(res, en, en.decision(v.Rule, v.Reason)) {
+				return 0, false, true
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		deny(res, DenialText+ContextHookName, cancelled(ctx, ""))
+		return 0, false, true
+	}
+	return 0, true, true
+}
+
+// refuse applies en's denial d: a Warn entry's is appended to the warnings
+// and the phase goes on; any other's denies the call. It reports whether the
+// call was denied.
+func (e *Executor) refuse(res *Result, en *entry, d Decision) bool {
+	if en.action == ActionWarn {
+		res.Warnings = append(res.Warnings, d)
+		return false
+	}
+	deny(res, en.denial, d)
+	return true
+}
+
+// decision completes a denying verdict of en into a Decision, filling in a
+// rule and a reason if the hook gave none.
+func (en *entry) decision(rule, reason string) Decision {
+	if rule == "" {
+		rule = RuleDenied
+	}
+	if reason == "" {
+		reason = "Hook " + en.name + " denied the call"
+	}
+	return Decision{Hook: en.name, Policy: en.policy, Rule: rule, Reason: reason, Action: en.action}
+}
+
+// deny records d as the deciding denial in res.
+func deny(res *Result, output string, d Decision) {
+	d.Allowed = false
+	res.Status = StatusDenied
+	res.Output = output
+	res.Denial = &d
+}
+
+// cancelled is the denial for a call whose context ended; next names the hook
+// that could not be consulted, if any.
+func cancelled(ctx context.Context, next string) Decision {
+	reason := "The call's context ended before the before phase completed: " + context.Cause(ctx).Error()
+	if next != "" {
+		reason = "The call's context ended before hook " + next + " could decide: " + context.Cause(ctx).Error()
+	}
+	return Decision{Hook: ContextHookName, Rule: RuleCancelled, Reason: reason, Action: ActionDeny}
+}
+
+// recovered is a recovered panic with the stack where it happened.
+type recovered struct {
+	value any
+	stack string
+}
+
+// toolOutcome is what a tool run produced.
+type toolOutcome struct {
+	out string
+	err error
+}
+
+// toolPanic is the error of a tool that panicked.
+type toolPanic struct {
+	recovered
+}
+
+func (p *toolPanic) Error() string { return fmt.Sprintf("tool panicked: %v", p.value) }
+
+// runTool runs tool with the executor's timeout and records the outcome in res.
+// With a timeout the tool runs in its own goroutine so that a tool ignoring
+// its context cannot hold the call past the timeout; such a goroutine is
+// abandoned and ends when the tool returns.
+func (e *Executor) runTool(ctx context.Context, tool Tool, call *Call, res *Result) {
+	tctx := ctx
+	if e.timeout > 0 {
+		var cancel context.CancelFunc
+		tctx, cancel = context.WithTimeout(ctx, e.timeout)
+		defer cancel()
+	}
+	start := e.now()
+	var o toolOutcome
+	if e.timeout > 0 {
+		done := make(chan toolOutcome, 1)
+		go func() { done <- invokeTool(tctx, tool, call.Args) }()
+		select {
+		case o = <-done:
+		case <-tctx.Done():
+			select {
+			case o = <-done: // finished at the deadline: keep its outcome
+			default:
+				o.err = context.Cause(tctx)
+			}
+		}
+	} else {
+		o = invokeTool(tctx, tool, call.Args)
+	}
+	res.Duration = e.now().Sub(start)
+
+	switch {
+	case o.err == nil:
+		res.Status = StatusSucceeded
+		res.Output = o.out
+		return
+	case errors.Is(tctx.Err(), context.DeadlineExceeded):
+		res.Status = StatusTimedOut
+		res.Output = TimedOutText
+		e.log.WarnContext(ctx, "Tool timed out", "tool", call.Tool, "correlationId", call.CorrelationID,
+			"timeout", e.timeout, "error", o.err)
+	default:
+		res.Status = StatusFailed
+		res.Output = FailedText
+		if p, ok := errors.AsType[*toolPanic](o.err); ok {
+			e.log.ErrorContext(ctx, "Tool panicked", "tool", call.Tool, "correlationId", call.CorrelationID,
+				"panic", p.value, "stack", p.stack)
+		} else {
+			e.log.WarnContext(ctx, "Tool failed", "tool", call.Tool, "correlationId", call.CorrelationID,
+				"error", o.err)
+		}
+	}
+	res.Failed = true
+}
+
+// invokeTool runs the tool, turning a panic into a *toolPanic error.
+func invokeTool(ctx context.Context, tool Tool, args map[string]any) (o toolOutcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			o = toolOutcome{err: &toolPanic{recovered{value: r, stack: string(debug.Stack())}}}
+		}
+	}()
+	out, err := tool.Execute(ctx, args)
+	return toolOutcome{out: out, err: err}
+}
+
+// after runs every entry's after-callback in order on a copy of res, so that
+// no callback can change what the caller receives, with a context that is not
+// cancelled with ctx, so that a call abandoned by its caller is still audited.
+func (e *Executor) after(ctx context.Context, call *Call, res Result) {
+	if len(e.entries) == 0 {
+		return
+	}
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	snapshot := &res
+	for i := range e.entries {
+		e.callAfter(ctx, &e.entries[i], call, snapshot)
+	}
+}
+
+// callAfter runs one after-callback, logging its error or panic.
+func (e *Executor) callAfter(ctx context.Context, en *entry, call *Call, res *Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.ErrorContext(ctx, "After hook panicked", "hook", en.name, "tool", call.Tool,
+				"correlationId", call.CorrelationID, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	if en.tryAfter == nil {
+		en.hook.After(ctx, call, res)
+		return
+	}
+	if err := en.tryAfter.TryAfter(ctx, call, res); err != nil {
+		e.log.WarnContext(ctx, "After hook failed", "hook", en.name, "tool", call.Tool,
+			"correlationId", call.CorrelationID, "error", err)
+	}
+}
+
+// ToolFunc is a Tool built from a function, for native tools and tests.
+type ToolFunc struct {
+	// ToolName is returned by Name and is what calls must name exactly.
+	ToolName string
+	// Func runs the tool.
+	Func func(ctx context.Context, args map[string]any) (string, error)
+}
+
+// Name returns ToolName.
+func (t ToolFunc) Name() string { return t.ToolName }
+
+// Execute calls Func.
+func (t ToolFunc) Execute(ctx context.Context, args map[string]any) (string, error) {
+	return t.Func(ctx, args)
+}

@@ -1,0 +1,144 @@
+// Package hooks is the toolhooks enforcement core: the executor that runs an
+// ordered list of hooks before and after every tool call, and the types the
+// built-in hooks share. It has no Kubernetes imports; the gateway, the
+// controller's validation and the offline CLI all use it.
+package hooks
+
+import (
+	"context"
+	"time"
+)
+
+// DenialText is the exact text the caller (the LLM) receives when a hook denies
+// a call, kept byte-for-byte compatible with the original system.
+const DenialText = "Tool execution denied by hook: "
+
+// Seed result texts returned to the caller.
+const (
+	UnknownToolText = "Error: Unknown tool"
+	TimedOutText    = "Error: Tool execution timed out."
+	FailedText      = "Error: Tool execution failed."
+)
+
+// DefaultToolTimeout is the tool timeout used when none is configured.
+const DefaultToolTimeout = 30 * time.Second
+
+// EnforcementAction says what happens when a hook decides to deny.
+type EnforcementAction string
+
+const (
+	// ActionDeny stops the call (the default).
+	ActionDeny EnforcementAction = "Deny"
+	// ActionWarn records and reports the would-be denial and lets the call proceed (dry-run).
+	ActionWarn EnforcementAction = "Warn"
+)
+
+// PolicyRef names the object a hook was compiled from, so a denial can name its policy.
+// The zero value means a hook that no policy object configured (a native hook, say).
+type PolicyRef struct {
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+	UID        string `json:"uid,omitempty"`
+	Generation int64  `json:"generation,omitempty"`
+}
+
+// Call is one tool call and the seed's hook context. Args is the one canonical
+// parsed argument object: hooks decide on it and the tool receives it.
+type Call struct {
+	SessionID     string
+	ChannelID     string
+	SenderID      string
+	CorrelationID string
+	Tool          string
+	// Args is the parsed argument object (never nil after NewCall; {} when absent).
+	Args map[string]any
+	// ArgsJSON is the raw argument text as received (for plain hooks and lengths).
+	ArgsJSON string
+	// ArgsErr is set when ArgsJSON was not one JSON object; Args is then empty.
+	ArgsErr error
+	// Streaming is true when the agent's turn is streamed.
+	Streaming bool
+}
+
+// Verdict is what a hook's before-callback returns. The executor completes it
+// into a Decision with the hook's name, policy and enforcement action.
+type Verdict struct {
+	Allowed bool
+	// Rule is a short machine-readable name of the rule that decided (e.g. "forbiddenPathGlobs").
+	Rule string
+	// Reason is a human sentence explaining the decision.
+	Reason string
+}
+
+// Allow is the verdict of a hook that lets a call through.
+var Allow = Verdict{Allowed: true}
+
+// Deny returns a denying verdict for rule with a human reason.
+func Deny(rule, reason string) Verdict { return Verdict{Rule: rule, Reason: reason} }
+
+// Decision is the structured outcome of the before phase, or of one hook in it.
+type Decision struct {
+	Allowed bool              `json:"allowed"`
+	Hook    string            `json:"hook,omitempty"`
+	Policy  PolicyRef         `json:"policy,omitzero"`
+	Rule    string            `json:"rule,omitempty"`
+	Reason  string            `json:"reason,omitempty"`
+	Action  EnforcementAction `json:"enforcementAction,omitempty"`
+}
+
+// Status is the outcome of a call, as audited.
+type Status string
+
+// Call outcomes.
+const (
+	StatusAllowed     Status = "allowed" // before phase allowed; the caller executes the tool (Evaluate)
+	StatusDenied      Status = "denied"
+	StatusSucceeded   Status = "succeeded"
+	StatusFailed      Status = "failed"
+	StatusTimedOut    Status = "timed_out"
+	StatusUnknownTool Status = "unknown_tool"
+)
+
+// Result is what a call produced. Hooks' after-callbacks receive it.
+type Result struct {
+	Status Status
+	// Output is the text returned to the caller (tool output, or a seed error/denial text).
+	Output string
+	// Failed is true when the tool errored or timed out (seed semantics).
+	Failed bool
+	// Duration measures the tool only, not the hooks.
+	Duration time.Duration
+	// Denial is the deciding denial when Status is StatusDenied.
+	Denial *Decision
+	// Warnings are the would-be denials of hooks running in warn (dry-run) mode.
+	Warnings []Decision
+}
+
+// Hook is a context-aware hook. Before decides; After observes every call that
+// reached the hook list (including denied ones: check res.Status). Both must be
+// safe for concurrent use. A Before that returns an error or panics denies the
+// call unless the hook's Entry is fail-open.
+type Hook interface {
+	Name() string
+	Before(ctx context.Context, call *Call) (Verdict, error)
+	After(ctx context.Context, call *Call, res *Result)
+}
+
+// Tool is something the executor can run. It receives the same parsed
+// arguments the hooks decided on.
+type Tool interface {
+	Name() string
+	Execute(ctx context.Context, args map[string]any) (string, error)
+}
+
+// Entry is one hook in an ordered hook list, with how it was configured.
+type Entry struct {
+	Hook Hook
+	// Policy is the object the hook was compiled from.
+	Policy PolicyRef
+	// Action is Deny (default when empty) or Warn.
+	Action EnforcementAction
+	// FailOpen lets the call through when Before errors, panics or times out.
+	FailOpen bool
+}
