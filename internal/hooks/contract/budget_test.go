@@ -1,0 +1,407 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+)
+
+type fakeClock struct{ ns atomic.Int64 }
+
+func newClock() *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(time.Unix(1_700_000_000, 0).UnixNano())
+	return c
+}
+
+func (c *fakeClock) Now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Add(d time.Duration) { c.ns.Add(int64(d)) }
+
+func budgetHook(t testing.TB, max int, bcfg BudgetConfig) *ContractScope {
+	t.Helper()
+	b, err := NewBudgets(bcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := NewStaticResolver(Binding{Contract: &Contract{MaxToolCalls: max}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Resolver: sr, Budgets: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func sessionCall(session string) *hooks.Call {
+	c := hooks.NewCall("web_search", `{"q":"x"}`)
+	c.SessionID = session
+	return c
+}
+
+// run does one call's before and after phases as the executor would, with
+// the given outcome when the hook allowed.
+func run(h *ContractScope, c *hooks.Call, outcome hooks.Status) hooks.Verdict {
+	v, _ := h.Before(context.Background(), c)
+	res := &hooks.Result{Status: outcome}
+	if !v.Allowed {
+		res = &hooks.Result{Status: hooks.StatusDenied, Denial: &hooks.Decision{Hook: h.Name(), Rule: v.Rule}}
+	}
+	h.After(context.Background(), c, res)
+	return v
+}
+
+func TestBudgetDeniesWhenTheCountReachesTheMaximum(t *testing.T) {
+	outcomes := []hooks.Status{hooks.StatusSucceeded, hooks.StatusFailed, hooks.StatusTimedOut}
+	h := budgetHook(t, 3, BudgetConfig{})
+	for i, o := range outcomes {
+		if v := run(h, sessionCall("s"), o); !v.Allowed {
+			t.Fatalf("call %d (%s) denied: %s", i+1, o, v.Reason)
+		}
+	}
+	v := run(h, sessionCall("s"), hooks.StatusSucceeded)
+	if v.Allowed || v.Rule != RuleMaxToolCalls || !strings.Contains(v.Reason, "budget of 3") {
+		t.Fatalf("call 4 with count == max = %+v, want a maxToolCalls denial", v)
+	}
+	if c, in := h.Budgets().Used("s"); c != 3 || in != 0 {
+		t.Fatalf("Used = %d committed, %d in flight; want 3, 0", c, in)
+	}
+	if v := run(h, sessionCall("other"), hooks.StatusSucceeded); !v.Allowed {
+		t.Fatalf("another session's first call denied: %s", v.Reason)
+	}
+}
+
+func TestBudgetWithoutAMaximumIsNotTracked(t *testing.T) {
+	h := budgetHook(t, 0, BudgetConfig{})
+	for i := range 50 {
+		if v := run(h, sessionCall("s"), hooks.StatusSucceeded); !v.Allowed {
+			t.Fatalf("call %d denied without a budget: %s", i, v.Reason)
+		}
+	}
+	if n := h.Budgets().Sessions(); n != 0 {
+		t.Fatalf("Sessions = %d, want 0", n)
+	}
+}
+
+func TestBudgetReleasesTheReservationWhenALaterHookDenies(t *testing.T) {
+	tests := []struct {
+		name      string
+		outcome   hooks.Status
+		wantCount int
+	}{
+		{"a call a later hook denies does not count", hooks.StatusDenied, 0},
+		{"a call that succeeds counts", hooks.StatusSucceeded, 1},
+		{"a call that fails counts", hooks.StatusFailed, 1},
+		{"a call that times out counts", hooks.StatusTimedOut, 1},
+		{"a call the caller runs itself (Evaluate) counts", hooks.StatusAllowed, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := budgetHook(t, 1, BudgetConfig{})
+			c := sessionCall("s")
+			if v, _ := h.Before(context.Background(), c); !v.Allowed {
+				t.Fatalf("first call denied: %s", v.Reason)
+			}
+			if _, in := h.Budgets().Used("s"); in != 1 {
+				t.Fatalf("in flight after Before = %d, want 1", in)
+			}
+			// While the reservation is pending the budget is taken.
+			if v, _ := h.Before(context.Background(), sessionCall("s")); v.Allowed {
+				t.Fatal("a second call was allowed while the only slot was reserved")
+			}
+			h.After(context.Background(), c, &hooks.Result{Status: tt.outcome,
+				Denial: &hooks.Decision{Hook: "later"}})
+			if got, in := h.Budgets().Used("s"); got != tt.wantCount || in != 0 {
+				t.Fatalf("Used = %d committed, %d in flight; want %d, 0", got, in, tt.wantCount)
+			}
+			// After is idempotent per reservation.
+			h.After(context.Background(), c, &hooks.Result{Status: hooks.StatusDenied})
+			if got, _ := h.Budgets().Used("s"); got != tt.wantCount {
+				t.Fatalf("a repeated After changed the count to %d", got)
+			}
+		})
+	}
+}
+
+// laterDeny is a hook that denies every other call.
+type laterDeny struct{ n atomic.Int64 }
+
+func (l *laterDeny) Name() string { return "later" }
+func (l *laterDeny) Before(context.Context, *hooks.Call) (hooks.Verdict, error) {
+	if l.n.Add(1)%2 == 0 {
+		return hooks.Deny("test", "every other call"), nil
+	}
+	return hooks.Allow, nil
+}
+func (l *laterDeny) After(context.Context, *hooks.Call, *hooks.Result) {}
+
+type okTool struct{ ran atomic.Int64 }
+
+func (o *okTool) Name() string { return "web_search" }
+func (o *okTool) Execute(context.Context, map[string]any) (string, error) {
+	o.ran.Add(1)
+	return "ok", nil
+}
+
+// TestBudgetCountsExecutedCallsThroughTheExecutor runs the hook in the real
+// executor ahead of a hook that denies every other call.
+func TestBudgetCountsExecutedCallsThroughTheExecutor(t *testing.T) {
+	h := budgetHook(t, 5, BudgetConfig{})
+	tool := &okTool{}
+	ex, err := hooks.NewExecutor([]hooks.Entry{{Hook: h}, {Hook: &laterDeny{}}}, []hooks.Tool{tool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		ex.Execute(context.Background(), sessionCall("s"))
+	}
+	if got := tool.ran.Load(); got != 5 {
+		t.Fatalf("tool ran %d times, want exactly the budget of 5", got)
+	}
+	if c, in := h.Budgets().Used("s"); c != 5 || in != 0 {
+		t.Fatalf("Used = %d committed, %d in flight; want 5, 0", c, in)
+	}
+}
+
+func TestBudgetIsExactUnderConcurrency(t *testing.T) {
+	const max, callers = 100, 1000
+	for _, later := range []struct {
+		name    string
+		outcome hooks.Status
+		want    int64
+	}{
+		{"1,000 concurrent calls against a budget of 100 execute exactly 100", hooks.StatusSucceeded, max},
+		{"1,000 concurrent calls all denied later leave the budget untouched", hooks.StatusDenied, callers},
+	} {
+		t.Run(later.name, func(t *testing.T) {
+			h := budgetHook(t, max, BudgetConfig{})
+			var allowed atomic.Int64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range callers {
+				wg.Go(func() {
+					<-start
+					if run(h, sessionCall("s"), later.outcome).Allowed {
+						allowed.Add(1)
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			if later.outcome == hooks.StatusDenied {
+				// Every reservation was released, so none may remain.
+				if c, in := h.Budgets().Used("s"); c != 0 || in != 0 {
+					t.Fatalf("Used = %d, %d after only denied calls; want 0, 0", c, in)
+				}
+				return
+			}
+			if got := allowed.Load(); got != later.want {
+				t.Fatalf("%d calls allowed, want exactly %d", got, later.want)
+			}
+			if c, in := h.Budgets().Used("s"); c != max || in != 0 {
+				t.Fatalf("Used = %d committed, %d in flight; want %d, 0", c, in, max)
+			}
+		})
+	}
+}
+
+func TestBudgetExpiresIdleSessions(t *testing.T) {
+	clk := newClock()
+	h := budgetHook(t, 1, BudgetConfig{SessionTTL: time.Hour, Now: clk.Now})
+	run(h, sessionCall("s"), hooks.StatusSucceeded)
+	if v := run(h, sessionCall("s"), hooks.StatusSucceeded); v.Allowed {
+		t.Fatal("an exhausted session was allowed")
+	}
+	clk.Add(59 * time.Minute)
+	if v := run(h, sessionCall("s"), hooks.StatusSucceeded); v.Allowed {
+		t.Fatal("a session was forgotten before its idle timeout")
+	}
+	// The denied attempt above kept the session alive: still exhausted.
+	clk.Add(59 * time.Minute)
+	run(h, sessionCall("keepalive"), hooks.StatusSucceeded) // triggers a sweep
+	if v := run(h, sessionCall("s"), hooks.StatusSucceeded); v.Allowed {
+		t.Fatal("an active exhausted session expired")
+	}
+	clk.Add(2 * time.Hour)
+	run(h, sessionCall("trigger"), hooks.StatusSucceeded)
+	if n := h.Budgets().Sessions(); n != 1 {
+		t.Fatalf("Sessions = %d after all others idled past the TTL, want 1", n)
+	}
+	if v := run(h, sessionCall("s"), hooks.StatusSucceeded); !v.Allowed {
+		t.Fatalf("a session idle past its TTL did not restart its budget: %s", v.Reason)
+	}
+}
+
+func TestBudgetTableFullDeniesNewSessionsAndKeepsLiveOnes(t *testing.T) {
+	clk := newClock()
+	h := budgetHook(t, 1, BudgetConfig{SessionTTL: time.Hour, MaxSessions: 2, Now: clk.Now})
+	run(h, sessionCall("a"), hooks.StatusSucceeded)
+	run(h, sessionCall("b"), hooks.StatusSucceeded)
+	v := run(h, sessionCall("c"), hooks.StatusSucceeded)
+	if v.Allowed || v.Rule != RuleMaxToolCalls || !strings.Contains(v.Reason, "table is full") {
+		t.Fatalf("a new session beyond the cap = %+v, want a denial", v)
+	}
+	if v := run(h, sessionCall("a"), hooks.StatusSucceeded); v.Allowed {
+		t.Fatal("a live exhausted session was evicted and restarted its budget")
+	}
+	clk.Add(2 * time.Hour)
+	if v := run(h, sessionCall("c"), hooks.StatusSucceeded); !v.Allowed {
+		t.Fatalf("a new session was denied after the others expired: %s", v.Reason)
+	}
+}
+
+func TestBudgetCommitsReservationsThatNeverSettle(t *testing.T) {
+	clk := newClock()
+	h := budgetHook(t, 10, BudgetConfig{PendingTTL: time.Minute, MaxPending: 3, Now: clk.Now})
+	// Decide runs no after phase: reservations stay pending.
+	for range 5 {
+		if v, _ := h.Before(context.Background(), sessionCall("s")); !v.Allowed {
+			t.Fatalf("denied: %s", v.Reason)
+		}
+	}
+	c, in := h.Budgets().Used("s")
+	if c != 2 || in != 3 {
+		t.Fatalf("Used = %d, %d; want 2 committed beyond the pending cap and 3 in flight", c, in)
+	}
+	clk.Add(2 * time.Minute)
+	h.Before(context.Background(), sessionCall("s"))
+	c, in = h.Budgets().Used("s")
+	if c != 5 || in != 1 {
+		t.Fatalf("Used = %d, %d after the pending TTL; want 5 committed and 1 in flight", c, in)
+	}
+}
+
+func TestNewBudgetsRejectsNegativeSettings(t *testing.T) {
+	for _, cfg := range []BudgetConfig{{SessionTTL: -1}, {MaxSessions: -1}, {PendingTTL: -1}, {MaxPending: -1}} {
+		if _, err := NewBudgets(cfg); err == nil {
+			t.Errorf("NewBudgets(%+v) accepted a negative setting", cfg)
+		}
+	}
+}
+
+func TestBudgetsSurviveAHookReplacement(t *testing.T) {
+	b, _ := NewBudgets(BudgetConfig{})
+	sr, _ := NewStaticResolver(Binding{Contract: &Contract{MaxToolCalls: 2}})
+	h1, _ := New(Config{Resolver: sr, Budgets: b})
+	run(h1, sessionCall("s"), hooks.StatusSucceeded)
+	run(h1, sessionCall("s"), hooks.StatusSucceeded)
+	h2, _ := New(Config{Resolver: sr, Budgets: b})
+	if v := run(h2, sessionCall("s"), hooks.StatusSucceeded); v.Allowed {
+		t.Fatal("a replacement hook sharing the budgets restarted the count")
+	}
+}
+
+func TestSubjectsMatcher(t *testing.T) {
+	tests := []struct {
+		name    string
+		s       Subjects
+		call    hooks.Call
+		want    bool
+		wantErr bool
+	}{
+		{"empty subjects match any call", Subjects{}, hooks.Call{SessionID: "x"}, true, false},
+		{"light.* does not match switch.kitchen", Subjects{Sessions: []string{"light.*"}}, hooks.Call{SessionID: "switch.kitchen"}, false, false},
+		{"light.* matches light.kitchen", Subjects{Sessions: []string{"light.*"}}, hooks.Call{SessionID: "light.kitchen"}, true, false},
+		{"abc*def does not match abcZZZde", Subjects{Senders: []string{"abc*def"}}, hooks.Call{SenderID: "abcZZZde"}, false, false},
+		{"abc*def matches abcZZZdef", Subjects{Senders: []string{"abc*def"}}, hooks.Call{SenderID: "abcZZZdef"}, true, false},
+		{"a star does not cross a slash", Subjects{Channels: []string{"slack/*"}}, hooks.Call{ChannelID: "slack/a/b"}, false, false},
+		{"a double star crosses slashes", Subjects{Channels: []string{"slack/**"}}, hooks.Call{ChannelID: "slack/a/b"}, true, false},
+		{"all lists must match", Subjects{Sessions: []string{"s-*"}, Senders: []string{"bob"}}, hooks.Call{SessionID: "s-1", SenderID: "alice"}, false, false},
+		{"any pattern of a list may match", Subjects{Senders: []string{"bob", "al*"}}, hooks.Call{SenderID: "alice"}, true, false},
+		{"an invalid glob is rejected", Subjects{Sessions: []string{"s-["}}, hooks.Call{}, false, true},
+		{"an empty glob is rejected", Subjects{Channels: []string{""}}, hooks.Call{}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := NewMatcher(tt.s)
+			if tt.wantErr {
+				if !errors.Is(err, ErrInvalidGlob) {
+					t.Fatalf("NewMatcher error = %v, want ErrInvalidGlob", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Matches(&tt.call); got != tt.want {
+				t.Fatalf("Matches = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStaticResolverUsesTheFirstMatchingBinding(t *testing.T) {
+	vip, _ := NewMatcher(Subjects{Senders: []string{"vip-*"}})
+	a, b := &Contract{MaxToolCalls: 100}, &Contract{MaxToolCalls: 1}
+	r, err := NewStaticResolver(Binding{Subjects: vip, Contract: a}, Binding{Contract: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := r.ContractFor(&hooks.Call{SenderID: "vip-1"}); !ok || c != a {
+		t.Fatal("vip sender did not get the first binding")
+	}
+	if c, ok := r.ContractFor(&hooks.Call{SenderID: "joe"}); !ok || c != b {
+		t.Fatal("other sender did not fall through to the catch-all binding")
+	}
+	if _, err := NewStaticResolver(Binding{Contract: &Contract{MaxToolCalls: -1}}); !errors.Is(err, ErrInvalidContract) {
+		t.Fatalf("an invalid contract was accepted: %v", err)
+	}
+	empty, _ := NewStaticResolver()
+	if _, ok := empty.ContractFor(&hooks.Call{}); ok {
+		t.Fatal("an empty resolver returned a contract")
+	}
+}
+
+func BenchmarkBeforeNoPathTool(b *testing.B) {
+	m, _ := NewMatcher(Subjects{Sessions: []string{"sess-*"}})
+	sr, _ := NewStaticResolver(Binding{Subjects: m, Contract: &Contract{
+		MaxToolCalls: 1 << 30,
+		ScopedCapabilities: []Capability{
+			{Tool: "read_file", AllowedPaths: []string{"/ws"}},
+			{Tool: "web_search"},
+		},
+		AllowedPaths: []string{"/ws"},
+	}})
+	h, err := New(Config{Resolver: sr, WorkspaceRoot: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := hooks.NewCall("web_search", `{"q":"x"}`)
+	c.SessionID = "sess-1"
+	ctx := context.Background()
+	res := &hooks.Result{Status: hooks.StatusSucceeded}
+	b.ReportAllocs()
+	for b.Loop() {
+		if v, _ := h.Before(ctx, c); !v.Allowed {
+			b.Fatal(v.Reason)
+		}
+		h.After(ctx, c, res)
+	}
+}
+
+func BenchmarkBeforeReadFile(b *testing.B) {
+	root := b.TempDir()
+	sr, _ := NewStaticResolver(Binding{Contract: &Contract{
+		ScopedCapabilities: []Capability{{Tool: "read_file", AllowedPaths: []string{"a"}}},
+	}})
+	h, err := New(Config{Resolver: sr, WorkspaceRoot: root})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := hooks.NewCall("read_file", fmt.Sprintf(`{"path":%q}`, "a/b/c/d.txt"))
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if v, _ := h.Before(ctx, c); !v.Allowed {
+			b.Fatal(v.Reason)
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
+)
+
+// DefaultName is the hook name used when Config.Name is empty.
+const DefaultName = "ContractScope"
+
+// Config configures a ContractScope hook.
+type Config struct {
+	// Name is the hook name reported in denials; DefaultName when empty.
+	Name string
+	// Resolver finds the contract governing a call (required).
+	Resolver Resolver
+	// WorkspaceRoot is the absolute path of an existing directory against
+	// which relative paths and relative allowed-path prefixes resolve. It may
+	// be empty only if no contract restricts paths: a call that needs a path
+	// check without a root is denied.
+	WorkspaceRoot string
+	// Budgets holds the session counters; a private one (with
+	// DefaultSessionTTL and DefaultMaxSessions) when nil. Pass the Budgets of
+	// the hook this one replaces to keep counts across a configuration push.
+	Budgets *Budgets
+	// PathKeys are extra argument names that carry paths, added to
+	// pathguard.DefaultPathKeys.
+	PathKeys []string
+}
+
+// ContractScope is the contract hook (SPEC A2, B5, B9). Its decisions, in order:
+//
+//  1. A call no contract governs is allowed.
+//  2. A session that has executed MaxToolCalls calls (or has that many in
+//     flight) is denied (rule maxToolCalls).
+//  3. Under a contract where some capability has AllowedPaths, file-system
+//     tools (read_file, write_file, edit_file, apply_patch, list_dir) and exec
+//     tools (shell, code_exec, git, process) without a capability of their own
+//     are denied; under a contract with top-level AllowedPaths, shell and
+//     code_exec need a capability too (rule scopedCapabilities).
+//  4. A capability with AllowedPaths: every path argument must resolve under
+//     one of them, and a call from which no path can be extracted is denied.
+//  5. A capability without AllowedPaths grants its tool without a path
+//     restriction of its own.
+//  6. Top-level AllowedPaths: every path of a file-system or exec tool call
+//     must resolve under one of them (rule allowedPaths); a call with no path
+//     is denied, except code_exec explicitly granted without paths.
+//
+// Paths are resolved by pathguard against the workspace root on every call,
+// symlinks followed before ".." is applied. The allowed prefixes are resolved
+// the same way once, when first used, and kept for the hook's lifetime, so
+// retargeting a symlink inside a prefix cannot move the scope. A shell (or
+// process) command is parsed and every word that names a path is checked,
+// see shellPaths.
+//
+// Budgets count executed calls: Before reserves a slot, After commits it, or
+// releases it when the call was denied later in the before phase (a denied
+// call did not execute). The count is exact under any concurrency.
+type ContractScope struct {
+	name     string
+	resolver Resolver
+	paths    *pathguard.Resolver // nil when no workspace root is configured
+	budgets  *Budgets
+	pathKeys []string
+
+	prefixes  sync.Map // allowed-path prefix -> its real path, see prefix
+	nPrefixes atomic.Int64
+}
+
+var _ hooks.Hook = (*ContractScope)(nil)
+
+// New validates cfg and returns a ContractScope hook. A workspace root that
+// does not exist or cannot be read is an error: the policy is invalid.
+func New(cfg Config) (*ContractScope, error) {
+	if cfg.Resolver == nil {
+		return nil, errors.New("contract scope: a resolver is required")
+	}
+	h := &ContractScope{
+		name:     cfg.Name,
+		resolver: cfg.Resolver,
+		budgets:  cfg.Budgets,
+		pathKeys: append([]string(nil), cfg.PathKeys...),
+	}
+	if h.name == "" {
+		h.name = DefaultName
+	}
+	if cfg.WorkspaceRoot != "" {
+		r, err := pathguard.NewResolver(cfg.WorkspaceRoot)
+		if err != nil {
+			return nil, fmt.Errorf("contract scope: %w", err)
+		}
+		h.paths = r
+	}
+	if h.budgets == nil {
+		b, err := NewBudgets(BudgetConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("contract scope: %w", err)
+		}
+		h.budgets = b
+	}
+	return h, nil
+}
+
+// Name returns the hook name.
+func (h *ContractScope) Name() string { return h.name }
+
+// Budgets returns the hook's session counters.
+func (h *ContractScope) Budgets() *Budgets { return h.budgets }
+
+// Before decides the call against its contract and, when the contract has a
+// budget and the call is allowed, reserves one slot of it.
+func (h *ContractScope) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error) {
+	c, ok := h.resolver.ContractFor(call)
+	if !ok || c == nil {
+		return hooks.Allow, nil
+	}
+	if c.MaxToolCalls < 0 || c.MaxToolCalls > MaxToolCallsLimit {
+		return hooks.Deny(RuleInvalidContract, fmt.Sprintf(
+			"The contract for session %q has an invalid maxToolCalls (%d)", call.SessionID, c.MaxToolCalls)), nil
+	}
+	if c.MaxToolCalls > 0 && h.budgets.exhausted(call.SessionID, c.MaxToolCalls) {
+		return h.overBudget(call, c), nil
+	}
+	if v := h.checkScope(call, c); !v.Allowed {
+		return v, nil
+	}
+	if c.MaxToolCalls > 0 {
+		switch h.budgets.reserve(call, c.MaxToolCalls) {
+		case overBudget:
+			return h.overBudget(call, c), nil
+		case tableFull:
+			return hooks.Deny(RuleMaxToolCalls, fmt.Sprintf(
+				"The call budget table is full (%d sessions within their idle timeout); session %q cannot start a budget until others expire",
+				h.budgets.maxSess, call.SessionID)), nil
+		}
+	}
+	return hooks.Allow, nil
+}
+
+func (h *ContractScope) overBudget(call *hooks.Call, c *Contract) hooks.Verdict {
+	return hooks.Deny(RuleMaxToolCalls, fmt.Sprintf(
+		"Session %q has used its budget of %d tool calls", call.SessionID, c.MaxToolCalls))
+}
+
+// After settles the reservation Before took for call, if any: a call denied
+// by a later hook (or whose before phase was cancelled) gives its slot back;
+// every other outcome counts as executed.
+func (h *ContractScope) After(_ context.Context, call *hooks.Call, res *hooks.Result) {
+	h.budgets.settle(call, res != nil && res.Status == hooks.StatusDenied)
+}
