@@ -1,0 +1,733 @@
+// Package autonomy implements the Autonomy hook: the seed's autonomy rules
+// (mode, workspace-only paths, forbidden path globs, shell gating and shell
+// allow-list) with the improvements of SPEC part B: every path-bearing
+// argument is resolved symlink-safely against the workspace, read-only mode
+// treats unknown tools as mutating, and shell commands are parsed rather than
+// matched as text.
+//
+// # Decisions
+//
+//   - Mode: "full", "supervised" and "readonly", case-insensitive; empty means
+//     full. "supervised" enforces exactly what "full" does: approval prompts are
+//     the gateway's concern, not a before-hook's.
+//   - Read-only: the seed's mutating list and action-dependent tools (read-only
+//     only for a known read-only action; a non-string action denies), a known
+//     read-only list (read_file, list_dir, glob, grep, search, web_search; not
+//     web_fetch, since a GET can change remote state), and every other tool is
+//     mutating unless Config.ReadOnlyTools names it. ReadOnlyTools cannot make a
+//     seed-mutating tool read-only.
+//   - Shell tools are "shell" and "bash" (argument "command", also "cmd" and
+//     "script" when present). "code_exec" runs code in another language that
+//     cannot be parsed: it is denied when shell is disabled and, when enabled,
+//     allowed only if the allow-list is exactly ["*"].
+//   - Shell allow-list patterns match a command's canonical text (see
+//     shellcheck.Command.Text) with their own syntax: `*` matches any run of
+//     characters including `/` and spaces, `?` one character, `\` escapes;
+//     nothing else is special. So `git *` allows `git log --oneline src/x.go`
+//     and `ls *` does not allow a bare `ls` (list both). Every simple command,
+//     including wrappers and the commands they run (`sudo rm x` needs both
+//     `sudo *` and `rm *`), must match.
+//   - With an allow-list other than exactly ["*"] only statically known
+//     scripts pass: variables, substitutions used as words, arithmetic,
+//     assignments, eval/source, xargs, find -exec, sh -c with a dynamic string
+//     and similar constructs are "shellUnverifiable". With ["*"] they are
+//     allowed, and the path checks below still apply to every word that is
+//     known.
+//   - Every literal argument word (not only those containing `/`, or starting
+//     with `.` or `~`), the values inside name=value, --opt=value, -o/path,
+//     @file and file:// words, glob expansions, and every redirection target
+//     are resolved against the tool's working directory (or the workspace) and
+//     each cd/pushd target, and checked like file paths. Bare words are
+//     included because an existing symlink in the workspace is named by a bare
+//     word; a consequence is that a word equal to a forbidden name (grep
+//     secret ...) is denied. /dev/null, /dev/zero, /dev/random, /dev/urandom,
+//     /dev/tty, /dev/std{in,out,err} and /dev/fd/N are exempt from the
+//     workspace check.
+//   - Forbidden globs (doublestar) are matched, for each path, against the raw
+//     value, its lexical absolute form and its real path, and also against
+//     their ancestors (a forbidden directory forbids its contents). An
+//     absolute pattern is used as written (and, when it lies under the
+//     configured root, also re-rooted at the root's real path); a pattern
+//     starting with ** is used as written; a relative pattern without a slash
+//     (".env", "*.pem", "secret*") matches that name in any directory; a
+//     relative pattern with a slash is anchored at the workspace root.
+//   - Case: when the workspace's file system is detected as case-insensitive
+//     (pathguard probes it), paths and patterns are case-folded before
+//     matching. Resolution itself returns the spelling given for existing
+//     names on such file systems, so folding is what closes case games.
+package autonomy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
+	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
+)
+
+// Sentinel errors returned (wrapped) by New, for mapping to status reasons.
+var (
+	// ErrInvalidGlob is wrapped by New for a malformed glob pattern.
+	ErrInvalidGlob = errors.New("invalid glob")
+	// ErrInvalidPath is wrapped by New for a missing, relative or unusable workspace root.
+	ErrInvalidPath = errors.New("invalid path")
+	// ErrInvalidMode is wrapped by New for an unknown mode.
+	ErrInvalidMode = errors.New("invalid mode")
+)
+
+// Rule names reported in verdicts.
+const (
+	RuleToolDeny          = "toolDeny"
+	RuleToolAllow         = "toolAllow"
+	RuleReadOnly          = "readOnly"
+	RuleWorkspaceOnly     = "workspaceOnly"
+	RuleForbiddenPaths    = "forbiddenPathGlobs"
+	RuleShellDisabled     = "shellDisabled"
+	RuleShellAllowList    = "shellAllowList"
+	RuleShellUnverifiable = "shellUnverifiable"
+	RuleInvalidArguments  = "invalidArguments"
+)
+
+// Modes.
+const (
+	ModeFull       = "full"
+	ModeSupervised = "supervised"
+	ModeReadOnly   = "readonly"
+)
+
+// DefaultName is the hook name used when Config.Name is empty.
+const DefaultName = "autonomy"
+
+// Config is an Autonomy hook's configuration.
+type Config struct {
+	// Name is the hook name reported in denials (DefaultName when empty).
+	Name string
+	// Mode is full, supervised or readonly (case-insensitive; empty = full).
+	Mode string
+	// WorkspaceRoot is the absolute workspace directory; relative paths resolve
+	// against it. Required when WorkspaceOnly, ForbiddenPathGlobs or AllowShell is set.
+	WorkspaceRoot string
+	// WorkspaceOnly requires every path to resolve inside the workspace.
+	WorkspaceOnly bool
+	// ForbiddenPathGlobs are doublestar patterns no path may match.
+	ForbiddenPathGlobs []string
+	// AllowShell enables the shell tools.
+	AllowShell bool
+	// AllowedShellCommands are command patterns (see the package doc); ["*"]
+	// allows every command, empty allows none.
+	AllowedShellCommands []string
+	// ToolAllow are doublestar patterns of allowed tool names; empty allows all.
+	ToolAllow []string
+	// ToolDeny are doublestar patterns of denied tool names (case-insensitive); deny wins.
+	ToolDeny []string
+	// ReadOnlyTools are extra tool names treated as read-only in readonly mode.
+	ReadOnlyTools []string
+	// PathArgs are extra path-bearing argument names per tool (they extend
+	// pathguard.DefaultPathKeys).
+	PathArgs map[string][]string
+}
+
+// Hook is the Autonomy hook. It is immutable after New and safe for concurrent use.
+type Hook struct {
+	name          string
+	readOnly      bool
+	workspaceOnly bool
+	allowShell    bool
+	allowAll      bool
+	res           *pathguard.Resolver
+	forbidden     []forbiddenGlob
+	shellAllow    []string
+	toolAllow     []string
+	toolDeny      []string
+	readOnlyTools map[string]bool
+	pathArgs      map[string][]string
+	fold          bool
+}
+
+type forbiddenGlob struct {
+	pattern string         // as configured, for messages
+	forms   []compiledForm // doublestar patterns for the path itself and for what lies under it
+}
+
+// compiledForm is one doublestar pattern with a literal every match contains,
+// so most non-matching paths are rejected by strings.Contains.
+type compiledForm struct {
+	glob    string
+	literal string
+}
+
+// requiredLiteral returns the longest run of literal characters (outside
+// classes and braces, without '/') that every name matching the doublestar
+// pattern g contains, or "" when there is none or g uses escapes.
+func requiredLiteral(g string) string {
+	if strings.IndexByte(g, '\\') >= 0 {
+		return ""
+	}
+	best, cur := "", ""
+	depth := 0
+	for i := 0; i < len(g); i++ {
+		c := g[i]
+		switch {
+		case c == '{':
+			depth++
+		case c == '}' && depth > 0:
+			depth--
+		case c == '[' && depth == 0:
+			if j := strings.IndexByte(g[i+1:], ']'); j >= 0 {
+				i += j + 1
+			}
+		case depth == 0 && c != '*' && c != '?' && c != '/' && c != ']':
+			cur += string(c)
+			if len(cur) > len(best) {
+				best = cur
+			}
+			continue
+		}
+		cur = ""
+	}
+	return best
+}
+
+var _ hooks.Hook = (*Hook)(nil)
+
+// New validates cfg and returns the hook. Errors wrap ErrInvalidGlob,
+// ErrInvalidPath or ErrInvalidMode and name the offending value.
+func New(cfg Config) (*Hook, error) {
+	h := &Hook{name: cfg.Name, workspaceOnly: cfg.WorkspaceOnly, allowShell: cfg.AllowShell}
+	if h.name == "" {
+		h.name = DefaultName
+	}
+	switch strings.ToLower(cfg.Mode) {
+	case "", ModeFull, ModeSupervised:
+	case ModeReadOnly:
+		h.readOnly = true
+	default:
+		return nil, fmt.Errorf("mode %q (want full, supervised or readonly): %w", cfg.Mode, ErrInvalidMode)
+	}
+	needRoot := cfg.WorkspaceOnly || len(cfg.ForbiddenPathGlobs) > 0 || cfg.AllowShell
+	if cfg.WorkspaceRoot != "" || needRoot {
+		r, err := pathguard.NewResolver(cfg.WorkspaceRoot)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidPath, err)
+		}
+		h.res = r
+		h.fold = r.CaseInsensitive
+	}
+	for _, p := range cfg.ToolAllow {
+		if !doublestar.ValidatePattern(p) {
+			return nil, fmt.Errorf("toolAllow pattern %q: %w", p, ErrInvalidGlob)
+		}
+		h.toolAllow = append(h.toolAllow, p)
+	}
+	for _, p := range cfg.ToolDeny {
+		if !doublestar.ValidatePattern(p) {
+			return nil, fmt.Errorf("toolDeny pattern %q: %w", p, ErrInvalidGlob)
+		}
+		h.toolDeny = append(h.toolDeny, strings.ToLower(p))
+	}
+	for _, p := range cfg.ForbiddenPathGlobs {
+		g, err := h.compileForbidden(p)
+		if err != nil {
+			return nil, err
+		}
+		h.forbidden = append(h.forbidden, g)
+	}
+	for _, p := range cfg.AllowedShellCommands {
+		if strings.HasSuffix(strings.ReplaceAll(p, `\\`, ""), `\`) {
+			return nil, fmt.Errorf("allowedShellCommands pattern %q ends with a lone backslash: %w", p, ErrInvalidGlob)
+		}
+		h.shellAllow = append(h.shellAllow, p)
+	}
+	h.allowAll = len(cfg.AllowedShellCommands) == 1 && cfg.AllowedShellCommands[0] == "*"
+	if len(cfg.ReadOnlyTools) > 0 {
+		h.readOnlyTools = make(map[string]bool, len(cfg.ReadOnlyTools))
+		for _, t := range cfg.ReadOnlyTools {
+			h.readOnlyTools[strings.ToLower(t)] = true
+		}
+	}
+	if len(cfg.PathArgs) > 0 {
+		h.pathArgs = make(map[string][]string, len(cfg.PathArgs))
+		for t, keys := range cfg.PathArgs {
+			h.pathArgs[strings.ToLower(t)] = append([]string(nil), keys...)
+		}
+	}
+	return h, nil
+}
+
+// compileForbidden turns one configured pattern into the absolute patterns
+// matched against paths (see the package doc).
+func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
+	if p == "" || strings.IndexByte(p, 0) >= 0 || !doublestar.ValidatePattern(p) {
+		return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, ErrInvalidGlob)
+	}
+	trimmed := strings.TrimSuffix(p, "/")
+	if trimmed == "" {
+		trimmed = "/"
+	}
+	var forms []string
+	switch {
+	case strings.HasPrefix(trimmed, "/"):
+		forms = append(forms, trimmed)
+		if h.res != nil && h.res.Root != h.res.Real {
+			if rel, ok := strings.CutPrefix(trimmed, h.res.Root+"/"); ok {
+				forms = append(forms, escapeGlob(h.res.Real)+"/"+rel)
+			}
+		}
+	case strings.HasPrefix(trimmed, "**"):
+		forms = append(forms, trimmed)
+	case !strings.Contains(trimmed, "/"):
+		forms = append(forms, "**/"+trimmed)
+	default:
+		if h.res == nil {
+			return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q is relative but no workspace root is set: %w", p, ErrInvalidPath)
+		}
+		forms = append(forms, escapeGlob(h.res.Root)+"/"+trimmed)
+		if h.res.Real != h.res.Root {
+			forms = append(forms, escapeGlob(h.res.Real)+"/"+trimmed)
+		}
+	}
+	var all []compiledForm
+	for _, f := range forms {
+		if h.fold {
+			f = strings.ToLower(f)
+		}
+		// F and "F/**": the path itself and everything under it. Both are
+		// needed: doublestar does not match "a*/**" against "a".
+		base := strings.TrimSuffix(f, "/**")
+		if base == "/" {
+			base = ""
+		}
+		variants := []string{base + "/**"}
+		if base != "" && base != "**" {
+			variants = append(variants, base)
+		}
+		for _, v := range variants {
+			if !doublestar.ValidatePattern(v) {
+				return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, ErrInvalidGlob)
+			}
+			all = append(all, compiledForm{glob: v, literal: requiredLiteral(v)})
+		}
+	}
+	return forbiddenGlob{pattern: p, forms: all}, nil
+}
+
+// escapeGlob escapes doublestar metacharacters in a literal path.
+func escapeGlob(s string) string {
+	if !strings.ContainsAny(s, `*?[]{}\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]{}\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Name returns the hook's name.
+func (h *Hook) Name() string { return h.name }
+
+// After does nothing: the Autonomy hook only decides before a call.
+func (h *Hook) After(context.Context, *hooks.Call, *hooks.Result) {}
+
+// Before applies the rules in order; the first denial wins.
+func (h *Hook) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error) {
+	tool := call.Tool
+	lower := strings.ToLower(tool)
+	if v, ok := h.checkToolGlobs(tool, lower); !ok {
+		return v, nil
+	}
+	shellKind := shellClass(lower)
+	if h.readOnly {
+		if v, ok := h.checkReadOnly(tool, lower, call); !ok {
+			return v, nil
+		}
+	}
+	pathChecks := h.workspaceOnly || len(h.forbidden) > 0
+	if call.ArgsErr != nil && (pathChecks || shellKind != notShell) {
+		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf(
+			"The arguments of %q are not one JSON object (%v), so its paths and commands cannot be checked.", tool, call.ArgsErr)), nil
+	}
+	var bases []string
+	if pathChecks || shellKind != notShell {
+		paths, err := pathguard.Extract(tool, call.Args, h.pathArgs[lower])
+		if err != nil {
+			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The arguments of %q cannot be checked: %v.", tool, err)), nil
+		}
+		for _, p := range paths {
+			real, v, ok := h.checkPath(p, "")
+			if !ok {
+				return v, nil
+			}
+			if shellKind != notShell && isCwdKey(call.Args, p) {
+				bases = append(bases, real)
+			}
+		}
+	}
+	if shellKind != notShell {
+		return h.checkShell(tool, shellKind, call, bases), nil
+	}
+	return hooks.Allow, nil
+}
+
+func (h *Hook) checkToolGlobs(tool, lower string) (hooks.Verdict, bool) {
+	for _, p := range h.toolDeny {
+		if doublestar.MatchUnvalidated(p, lower) {
+			return hooks.Deny(RuleToolDeny, fmt.Sprintf("Tool %q matches the denied tool pattern %q.", tool, p)), false
+		}
+	}
+	if len(h.toolAllow) == 0 {
+		return hooks.Allow, true
+	}
+	for _, p := range h.toolAllow {
+		if doublestar.MatchUnvalidated(p, tool) {
+			return hooks.Allow, true
+		}
+	}
+	return hooks.Deny(RuleToolAllow, fmt.Sprintf("Tool %q matches none of the allowed tool patterns.", tool)), false
+}
+
+type shellKind int
+
+const (
+	notShell shellKind = iota
+	shellTool
+	codeExecTool
+)
+
+func shellClass(lower string) shellKind {
+	switch lower {
+	case "shell", "bash":
+		return shellTool
+	case "code_exec":
+		return codeExecTool
+	}
+	return notShell
+}
+
+// isCwdKey reports whether p is the value of a working-directory argument.
+func isCwdKey(args map[string]any, p string) bool {
+	for k, v := range args {
+		if s, ok := v.(string); ok && s == p && (strings.EqualFold(k, "cwd") || strings.EqualFold(k, "working_directory")) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPath resolves p (relative to base, or the workspace when base is
+// empty) and applies workspaceOnly and the forbidden globs.
+func (h *Hook) checkPath(p, base string) (string, hooks.Verdict, bool) {
+	if h.res == nil {
+		return "", hooks.Allow, true
+	}
+	if base == "" {
+		base = h.res.Real
+	}
+	real, err := h.res.ResolveFrom(base, p)
+	if err != nil {
+		return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Path %q cannot be resolved safely: %v.", p, err)), false
+	}
+	if h.workspaceOnly && !h.res.Within(real) && !safeDevice(p) {
+		return "", hooks.Deny(RuleWorkspaceOnly, fmt.Sprintf(
+			"Path %q resolves to %q, outside the workspace %q.", p, real, h.res.Real)), false
+	}
+	if len(h.forbidden) > 0 {
+		if g, ok := h.matchForbidden(p, base, real); ok {
+			return "", hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
+				"Path %q (real path %q) matches the forbidden path glob %q.", p, real, g)), false
+		}
+	}
+	return real, hooks.Allow, true
+}
+
+// matchForbidden matches the raw path, its lexical absolute form and its
+// real path against every forbidden glob.
+func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
+	abs := raw
+	if strings.HasPrefix(abs, "~") {
+		if home, err := homeDir(); err == nil {
+			abs = home + abs[1:]
+		}
+	}
+	if !strings.HasPrefix(abs, "/") {
+		abs = base + "/" + abs
+	}
+	abs = filepath.Clean(abs)
+	cands := [3]string{raw, abs, real}
+	if h.fold {
+		for i := range cands {
+			cands[i] = strings.ToLower(cands[i])
+		}
+	}
+	n := 3
+	if cands[2] == cands[1] {
+		n = 2
+	}
+	for _, g := range h.forbidden {
+		for _, f := range g.forms {
+			for _, c := range cands[:n] {
+				if f.literal != "" && !strings.Contains(c, f.literal) {
+					continue
+				}
+				if doublestar.MatchUnvalidated(f.glob, c) {
+					return g.pattern, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// safeDevice reports whether p is a device file every shell uses harmlessly.
+func safeDevice(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty",
+		"/dev/stdin", "/dev/stdout", "/dev/stderr":
+		return true
+	}
+	if rest, ok := strings.CutPrefix(p, "/dev/fd/"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+		return true
+	}
+	return false
+}
+
+// checkShell applies the shell rules.
+func (h *Hook) checkShell(tool string, kind shellKind, call *hooks.Call, bases []string) hooks.Verdict {
+	if !h.allowShell {
+		return hooks.Deny(RuleShellDisabled, fmt.Sprintf("Tool %q is a shell tool and allowShell is false.", tool))
+	}
+	if kind == codeExecTool {
+		if !h.allowAll {
+			return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
+				"Tool %q runs code that cannot be analysed; only an allow-list of exactly [\"*\"] permits it.", tool))
+		}
+		return hooks.Allow
+	}
+	var cmds []string
+	for k, v := range call.Args {
+		switch strings.ToLower(k) {
+		case "command", "cmd", "script":
+			s, ok := v.(string)
+			if !ok {
+				return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Argument %q of %q is not a string.", k, tool))
+			}
+			cmds = append(cmds, s)
+		}
+	}
+	if len(cmds) == 0 {
+		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Tool %q has no string \"command\" argument to check.", tool))
+	}
+	if len(bases) == 0 && h.res != nil {
+		bases = []string{h.res.Real}
+	}
+	for _, c := range cmds {
+		if v := h.checkCommand(c, bases); !v.Allowed {
+			return v
+		}
+	}
+	return hooks.Allow
+}
+
+// maxBases bounds the working directories a command's words are resolved against.
+const maxBases = 8
+
+// maxGlobMatches bounds how many files one glob word may expand to.
+const maxGlobMatches = 1024
+
+func (h *Hook) checkCommand(cmd string, bases []string) hooks.Verdict {
+	an, err := shellcheck.Analyze(cmd)
+	if err != nil {
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Shell command %q cannot be checked: %v.", short(cmd), err))
+	}
+	if len(an.Commands) == 0 && len(an.Redirects) == 0 && len(an.Unverifiable) == 0 {
+		return hooks.Allow
+	}
+	for _, c := range an.Commands {
+		if !h.commandAllowed(c.Text) {
+			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
+				"Shell command %q is not allowed by allowedShellCommands.", c.Text))
+		}
+	}
+	if len(an.Unverifiable) > 0 && !h.allowAll {
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
+			"Shell command %q cannot be checked statically: %s.", short(cmd), an.Unverifiable[0]))
+	}
+	if h.res == nil || (!h.workspaceOnly && len(h.forbidden) == 0) {
+		return hooks.Allow
+	}
+	// Working directories: the tool's, plus every cd/pushd target.
+	for _, d := range an.Dirs {
+		n := len(bases)
+		for _, b := range bases[:n] {
+			real, v, ok := h.checkPath(d, b)
+			if !ok {
+				return v
+			}
+			bases = append(bases, real)
+		}
+		if len(bases) > maxBases {
+			if !h.allowAll {
+				return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
+					"Shell command %q changes directory too often to check its relative paths.", short(cmd)))
+			}
+			bases = bases[:maxBases]
+		}
+	}
+	for _, b := range bases {
+		for _, w := range an.Words {
+			if v := h.checkWord(w.Value, w.Glob, b, cmd); !v.Allowed {
+				return v
+			}
+		}
+		for _, r := range an.Redirects {
+			pat := ""
+			if r.Glob {
+				pat = r.Target
+			}
+			if v := h.checkWord(r.Target, pat, b, cmd); !v.Allowed {
+				return v
+			}
+		}
+	}
+	return hooks.Allow
+}
+
+// checkWord checks one shell word (and, for a glob, what it expands to).
+func (h *Hook) checkWord(value, glob, base, cmd string) hooks.Verdict {
+	if value == "" {
+		return hooks.Allow
+	}
+	if _, v, ok := h.checkPath(value, base); !ok {
+		return shellVerdict(v, cmd)
+	}
+	if glob == "" {
+		return hooks.Allow
+	}
+	// A component that can match ".." (such as ".*" in older bash) climbs.
+	comps := strings.Split(glob, "/")
+	for i, c := range comps {
+		if ok, _ := path.Match(c, ".."); ok {
+			alt := append(append(append([]string(nil), comps[:i]...), ".."), comps[i+1:]...)
+			if _, v, ok := h.checkPath(strings.Join(alt, "/"), base); !ok {
+				return shellVerdict(v, cmd)
+			}
+		}
+	}
+	pat := glob
+	if strings.HasPrefix(pat, "~") {
+		home, err := homeDir()
+		if err != nil {
+			return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q cannot be expanded: %v.", glob, err))
+		}
+		pat = home + pat[1:]
+	}
+	if !strings.HasPrefix(pat, "/") {
+		pat = escapeMatch(base) + "/" + pat
+	}
+	matches, err := filepath.Glob(pat)
+	if err != nil {
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be expanded: %v.", glob, short(cmd), err))
+	}
+	if len(matches) > maxGlobMatches {
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q matches more than %d files.", glob, short(cmd), maxGlobMatches))
+	}
+	for _, m := range matches {
+		if _, v, ok := h.checkPath(m, base); !ok {
+			return shellVerdict(v, cmd)
+		}
+	}
+	return hooks.Allow
+}
+
+// escapeMatch escapes filepath.Match metacharacters in a literal directory.
+func escapeMatch(s string) string {
+	if !strings.ContainsAny(s, `*?[\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func shellVerdict(v hooks.Verdict, cmd string) hooks.Verdict {
+	v.Reason = fmt.Sprintf("In shell command %q: %s", short(cmd), v.Reason)
+	return v
+}
+
+func short(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
+
+// commandAllowed reports whether one command's text matches the allow-list.
+func (h *Hook) commandAllowed(text string) bool {
+	if h.allowAll {
+		return true
+	}
+	for _, p := range h.shellAllow {
+		if MatchCommand(p, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchCommand reports whether a shell allow-list pattern matches a command
+// text: `*` matches any run of characters (including `/` and spaces), `?`
+// any one character, `\` makes the next character literal; everything else
+// matches itself.
+func MatchCommand(pattern, text string) bool {
+	p, t := []rune(pattern), []rune(text)
+	pi, ti := 0, 0
+	starP, starT := -1, 0
+	for ti < len(t) {
+		if pi < len(p) {
+			switch c := p[pi]; {
+			case c == '*':
+				starP, starT = pi, ti
+				pi++
+				continue
+			case c == '?':
+				pi++
+				ti++
+				continue
+			case c == '\\' && pi+1 < len(p):
+				if p[pi+1] == t[ti] {
+					pi += 2
+					ti++
+					continue
+				}
+			case c == t[ti]:
+				pi++
+				ti++
+				continue
+			}
+		}
+		if starP < 0 {
+			return false
+		}
+		starT++
+		pi, ti = starP+1, starT
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}

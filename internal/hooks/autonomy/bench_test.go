@@ -1,0 +1,52 @@
+package autonomy
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+)
+
+// benchHook has 20 forbidden globs and 20 shell command globs.
+func benchHook(b *testing.B) (*Hook, fixture) {
+	f := newFixture(b)
+	cfg := f.config()
+	cfg.ForbiddenPathGlobs = nil
+	cfg.AllowedShellCommands = nil
+	for i := range 20 {
+		cfg.ForbiddenPathGlobs = append(cfg.ForbiddenPathGlobs, fmt.Sprintf("**/secret%d/**", i))
+		cfg.AllowedShellCommands = append(cfg.AllowedShellCommands, fmt.Sprintf("tool%d *", i))
+	}
+	cfg.AllowedShellCommands[17] = "cat *"
+	cfg.AllowedShellCommands[18] = "grep *"
+	cfg.AllowedShellCommands[19] = "wc *"
+	return newHook(b, cfg), f
+}
+
+func benchBefore(b *testing.B, h *Hook, call *hooks.Call) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		v, _ := h.Before(ctx, call)
+		if !v.Allowed {
+			b.Fatalf("denied: %s", v.Reason)
+		}
+	}
+}
+
+func BenchmarkAutonomyNoPath(b *testing.B) {
+	h, _ := benchHook(b)
+	benchBefore(b, h, hooks.NewCall("web_search", `{"query":"golang generics"}`))
+}
+
+func BenchmarkAutonomyReadFile(b *testing.B) {
+	h, _ := benchHook(b)
+	benchBefore(b, h, hooks.NewCall("read_file", `{"path":"src/pkg/sub/x.go"}`))
+}
+
+func BenchmarkAutonomyShellPipeline(b *testing.B) {
+	h, _ := benchHook(b)
+	benchBefore(b, h, hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo | wc -l"}`))
+}

@@ -1,0 +1,109 @@
+package pathguard
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// DefaultPathKeys are the argument names that carry paths for every tool. The
+// seed's per-tool keys (git → cwd, process → working_directory, otherwise
+// path) are all among them.
+var DefaultPathKeys = []string{
+	"path", "file_path", "cwd", "working_directory",
+	"paths", "files", "target", "source", "destination",
+}
+
+// Extract returns every path-bearing argument value of a call, in key order.
+// A key counts when it equals one of DefaultPathKeys or of keys (the policy's
+// per-tool extra keys, which extend the defaults and never replace them, so
+// configuration can widen but never switch off checking) ignoring case,
+// because tools that decode into Go structs match JSON names
+// case-insensitively. A value may be a string or an array of strings; JSON
+// null counts as absent. Any other value (a number, an object, an array with a
+// non-string element) is an error: callers deny rather than guess. tool is
+// accepted for symmetry with per-tool configuration and does not change the
+// default keys.
+func Extract(tool string, args map[string]any, keys []string) ([]string, error) {
+	_ = tool
+	var out []string
+	var order []int
+	for k, v := range args {
+		idx := keyIndex(k, keys)
+		if idx < 0 || v == nil {
+			continue
+		}
+		switch v := v.(type) {
+		case string:
+			out = append(out, v)
+			order = append(order, idx)
+		case []string:
+			for _, s := range v {
+				out = append(out, s)
+				order = append(order, idx)
+			}
+		case []any:
+			for i, e := range v {
+				s, ok := e.(string)
+				if !ok {
+					return nil, fmt.Errorf("argument %q[%d] is %s, not a path string", k, i, typeName(e))
+				}
+				out = append(out, s)
+				order = append(order, idx)
+			}
+		default:
+			return nil, fmt.Errorf("argument %q is %s, not a path string", k, typeName(v))
+		}
+	}
+	if len(out) > 1 {
+		sort.Stable(byKey{out, order})
+	}
+	return out, nil
+}
+
+// keyIndex returns the rank of k among the default and extra keys, or -1.
+func keyIndex(k string, extra []string) int {
+	for i, d := range DefaultPathKeys {
+		if k == d || strings.EqualFold(k, d) {
+			return i
+		}
+	}
+	for i, d := range extra {
+		if k == d || strings.EqualFold(k, d) {
+			return len(DefaultPathKeys) + i
+		}
+	}
+	return -1
+}
+
+type byKey struct {
+	v []string
+	k []int
+}
+
+func (b byKey) Len() int { return len(b.v) }
+func (b byKey) Less(i, j int) bool {
+	if b.k[i] != b.k[j] {
+		return b.k[i] < b.k[j]
+	}
+	return b.v[i] < b.v[j]
+}
+func (b byKey) Swap(i, j int) { b.v[i], b.v[j] = b.v[j], b.v[i]; b.k[i], b.k[j] = b.k[j], b.k[i] }
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64, int, int64, float32, int32, uint, uint64:
+		return "a number"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	}
+	return fmt.Sprintf("%T", v)
+}
