@@ -134,7 +134,7 @@ type PluginTransport struct {
 }
 
 // PluginHookSpec is an external hook.
-// +kubebuilder:validation:XValidation:rule="!has(self.timeout) || (duration(self.timeout) > duration('0s') && duration(self.timeout) <= duration('30s'))",message="timeout must be more than 0s and at most 30s"
+// +kubebuilder:validation:XValidation:rule="!has(self.timeout) || (duration(self.timeout) > duration('0s') && duration(self.timeout) <= duration('30s'))",message="timeout must be more than 0s and at most 30s",fieldPath=".timeout"
 type PluginHookSpec struct {
 	// events are the hook events the plugin receives.
 	// +required

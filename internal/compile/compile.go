@@ -1,0 +1,274 @@
+// Package compile turns the policy objects that select one gateway into that
+// gateway's ordered hook list (gatewayconfig.Config). It is pure and
+// deterministic, and is shared by the controller, the gateway's standalone
+// mode and the offline CLI. Validation reuses the executor's own checks, so
+// anything the executor would reject is rejected here with the same message.
+package compile
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks"
+)
+
+// DefaultPluginTimeout is a PluginHook's timeout when its spec sets none.
+const DefaultPluginTimeout = 5000 // milliseconds
+
+// Policies is a set of policy objects, typically one namespace's.
+type Policies struct {
+	Autonomy  []policyv1alpha1.AutonomyPolicy
+	Contracts []policyv1alpha1.ContractPolicy
+	Plugins   []policyv1alpha1.PluginHook
+}
+
+// Gateway is what compile needs to know of one gateway pod.
+type Gateway struct {
+	Namespace string
+	Labels    map[string]string
+}
+
+// Outcome is what compiling did with one policy object.
+type Outcome struct {
+	// Policy names the object.
+	Policy hooks.PolicyRef
+	// Selected is true when the policy's gatewaySelector matches the gateway.
+	Selected bool
+	// Err is nil when the policy compiled; otherwise it wraps one of
+	// gatewayconfig's ErrInvalidGlob, ErrInvalidPath or ErrInvalidSpec.
+	Err error
+}
+
+// Reason maps a compile error to a status condition reason.
+func Reason(err error) string {
+	switch {
+	case err == nil:
+		return policyv1alpha1.ReasonCompiled
+	case errors.Is(err, gatewayconfig.ErrInvalidGlob):
+		return policyv1alpha1.ReasonInvalidGlob
+	case errors.Is(err, gatewayconfig.ErrInvalidPath):
+		return policyv1alpha1.ReasonInvalidPath
+	default:
+		return policyv1alpha1.ReasonInvalidSpec
+	}
+}
+
+// item is one policy object on its way into the list.
+type item struct {
+	meta     metav1.ObjectMeta
+	kind     gatewayconfig.Kind
+	selector *metav1.LabelSelector
+	convert  func(ref hooks.PolicyRef) (gatewayconfig.Hook, error)
+}
+
+// Compile returns the configuration of gw: AuditLog first, then the
+// AutonomyPolicies, ContractPolicies and PluginHooks of gw's namespace that
+// select it, each group ordered by creation time then name. Invalid policies
+// are left out of the list and reported in the outcomes (one per policy of
+// gw's namespace, in list order), so the valid ones still apply.
+func Compile(gw Gateway, p Policies) (*gatewayconfig.Config, []Outcome) {
+	list := []gatewayconfig.Hook{{Name: string(gatewayconfig.KindAuditLog), Kind: gatewayconfig.KindAuditLog}}
+	var outcomes []Outcome
+	for _, group := range [][]item{autonomyItems(p.Autonomy), contractItems(p.Contracts), pluginItems(p.Plugins)} {
+		group = slices.DeleteFunc(group, func(it item) bool { return it.meta.Namespace != gw.Namespace })
+		slices.SortFunc(group, func(a, b item) int {
+			if c := a.meta.CreationTimestamp.Compare(b.meta.CreationTimestamp.Time); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.meta.Name, b.meta.Name)
+		})
+		for _, it := range group {
+			ref := Ref(it.kind, it.meta)
+			out := Outcome{Policy: ref}
+			selected, err := Selects(it.selector, gw.Labels)
+			out.Selected = selected
+			var h gatewayconfig.Hook
+			if err == nil {
+				h, err = it.convert(ref)
+			}
+			out.Err = err
+			outcomes = append(outcomes, out)
+			if err == nil && selected {
+				list = append(list, h)
+			}
+		}
+	}
+	return &gatewayconfig.Config{Revision: gatewayconfig.ComputeRevision(list), Hooks: list}, outcomes
+}
+
+// Ref is the reference a compiled entry carries to its object.
+func Ref(kind gatewayconfig.Kind, m metav1.ObjectMeta) hooks.PolicyRef {
+	return hooks.PolicyRef{Kind: string(kind), Namespace: m.Namespace, Name: m.Name, UID: string(m.UID), Generation: m.Generation}
+}
+
+// HookName is the name a policy's hook carries in denials.
+func HookName(ref hooks.PolicyRef) string {
+	return ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+}
+
+// Selects reports whether selector (nil or empty selects every gateway) matches
+// a gateway's labels.
+func Selects(selector *metav1.LabelSelector, gatewayLabels map[string]string) (bool, error) {
+	if selector == nil {
+		return true, nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return false, fmt.Errorf("gatewaySelector: %w: %w", gatewayconfig.ErrInvalidSpec, err)
+	}
+	return s.Matches(labels.Set(gatewayLabels)), nil
+}
+
+func autonomyItems(ps []policyv1alpha1.AutonomyPolicy) []item {
+	out := make([]item, len(ps))
+	for i := range ps {
+		p := &ps[i]
+		out[i] = item{meta: p.ObjectMeta, kind: gatewayconfig.KindAutonomyPolicy, selector: p.Spec.GatewaySelector,
+			convert: func(ref hooks.PolicyRef) (gatewayconfig.Hook, error) { return Autonomy(ref, &p.Spec) }}
+	}
+	return out
+}
+
+func contractItems(ps []policyv1alpha1.ContractPolicy) []item {
+	out := make([]item, len(ps))
+	for i := range ps {
+		p := &ps[i]
+		out[i] = item{meta: p.ObjectMeta, kind: gatewayconfig.KindContractPolicy, selector: p.Spec.GatewaySelector,
+			convert: func(ref hooks.PolicyRef) (gatewayconfig.Hook, error) { return Contract(ref, &p.Spec) }}
+	}
+	return out
+}
+
+func pluginItems(ps []policyv1alpha1.PluginHook) []item {
+	out := make([]item, len(ps))
+	for i := range ps {
+		p := &ps[i]
+		out[i] = item{meta: p.ObjectMeta, kind: gatewayconfig.KindPluginHook, selector: p.Spec.GatewaySelector,
+			convert: func(ref hooks.PolicyRef) (gatewayconfig.Hook, error) { return Plugin(ref, &p.Spec) }}
+	}
+	return out
+}
+
+func action(a policyv1alpha1.EnforcementAction) hooks.EnforcementAction {
+	if a == policyv1alpha1.EnforcementWarn {
+		return hooks.ActionWarn
+	}
+	return hooks.ActionDeny
+}
+
+// validated runs the executor's validation on h.
+func validated(h gatewayconfig.Hook) (gatewayconfig.Hook, error) {
+	if err := h.Validate(); err != nil {
+		return gatewayconfig.Hook{}, err
+	}
+	return h, nil
+}
+
+// Autonomy compiles an AutonomyPolicy spec into its hook entry.
+func Autonomy(ref hooks.PolicyRef, s *policyv1alpha1.AutonomyPolicySpec) (gatewayconfig.Hook, error) {
+	a := &gatewayconfig.Autonomy{
+		Mode:               strings.ToLower(string(cmp.Or(s.Mode, policyv1alpha1.AutonomyFull))),
+		ForbiddenPathGlobs: s.ForbiddenPathGlobs,
+	}
+	if s.Workspace != nil {
+		a.WorkspaceRoot, a.WorkspaceOnly = s.Workspace.Root, s.Workspace.Only
+	}
+	if s.Shell != nil {
+		a.AllowShell, a.AllowedShellCommands = s.Shell.Allow, s.Shell.AllowedCommands
+	}
+	if t := s.Tools; t != nil {
+		a.ToolAllow, a.ToolDeny, a.ReadOnlyTools = t.Allow, t.Deny, t.ReadOnly
+		if len(t.PathArguments) > 0 {
+			a.PathArgs = make(map[string][]string, len(t.PathArguments))
+			for _, pa := range t.PathArguments {
+				a.PathArgs[pa.Tool] = pa.Keys
+			}
+		}
+	}
+	return validated(gatewayconfig.Hook{Name: HookName(ref), Kind: gatewayconfig.KindAutonomyPolicy, Policy: ref,
+		Action: action(s.EnforcementAction), Autonomy: a})
+}
+
+// Contract compiles a ContractPolicy spec into its hook entry.
+func Contract(ref hooks.PolicyRef, s *policyv1alpha1.ContractPolicySpec) (gatewayconfig.Hook, error) {
+	c := &gatewayconfig.Contract{MaxToolCalls: int(s.MaxToolCalls), AllowedPaths: s.AllowedPaths}
+	if s.Subjects != nil {
+		c.Subjects = gatewayconfig.Subjects{Sessions: s.Subjects.Sessions, Channels: s.Subjects.Channels, Senders: s.Subjects.Senders}
+	}
+	for _, cp := range s.ScopedCapabilities {
+		c.ScopedCapabilities = append(c.ScopedCapabilities, gatewayconfig.Capability{Tool: cp.Tool, AllowedPaths: cp.AllowedPaths})
+	}
+	for _, r := range s.RateLimits {
+		c.RateLimits = append(c.RateLimits, gatewayconfig.RateLimit{Tools: r.Tools, PerSenderPerMinute: int(r.PerSenderPerMinute)})
+	}
+	return validated(gatewayconfig.Hook{Name: HookName(ref), Kind: gatewayconfig.KindContractPolicy, Policy: ref,
+		Action: action(s.EnforcementAction), Contract: c})
+}
+
+// Plugin compiles a PluginHook spec into its hook entry.
+func Plugin(ref hooks.PolicyRef, s *policyv1alpha1.PluginHookSpec) (gatewayconfig.Hook, error) {
+	p := &gatewayconfig.Plugin{
+		TimeoutMillis: DefaultPluginTimeout,
+		FailOpen:      s.FailurePolicy != policyv1alpha1.FailurePolicyFail,
+		Tools:         s.Tools,
+	}
+	if s.Timeout != nil {
+		p.TimeoutMillis = s.Timeout.Milliseconds()
+	}
+	for _, e := range s.Events {
+		switch e {
+		case policyv1alpha1.EventToolBefore:
+			p.Before = true
+		case policyv1alpha1.EventToolAfter:
+			p.After = true
+		case policyv1alpha1.EventToolAll:
+			p.Before, p.After = true, true
+		default:
+			return gatewayconfig.Hook{}, fmt.Errorf("unknown event %q: %w", e, gatewayconfig.ErrInvalidSpec)
+		}
+	}
+	if h := s.Transport.HTTP; h != nil {
+		p.HTTP = &gatewayconfig.PluginHTTP{URL: h.URL, CABundle: h.CABundle}
+		if svc := h.Service; svc != nil {
+			scheme := "http"
+			if h.CABundle != "" {
+				scheme = "https"
+			}
+			p.HTTP.URL = fmt.Sprintf("%s://%s.%s.svc:%d%s", scheme, svc.Name, cmp.Or(svc.Namespace, ref.Namespace),
+				cmp.Or(svc.Port, 80), svc.Path)
+		}
+	}
+	if st := s.Transport.Stdio; st != nil {
+		p.Stdio = &gatewayconfig.PluginStdio{Command: st.Command, Args: st.Args}
+		if len(st.Env) > 0 {
+			p.Stdio.Env = make(map[string]string, len(st.Env))
+			for _, e := range st.Env {
+				p.Stdio.Env[e.Name] = e.Value
+			}
+		}
+	}
+	return validated(gatewayconfig.Hook{Name: HookName(ref), Kind: gatewayconfig.KindPluginHook, Policy: ref,
+		Action: action(s.EnforcementAction), Plugin: p})
+}
+
+// One compiles a single policy object (an AutonomyPolicy, ContractPolicy or
+// PluginHook) into its hook entry, validating it as the executor would.
+func One(obj metav1.Object) (gatewayconfig.Hook, error) {
+	switch p := obj.(type) {
+	case *policyv1alpha1.AutonomyPolicy:
+		return Autonomy(Ref(gatewayconfig.KindAutonomyPolicy, p.ObjectMeta), &p.Spec)
+	case *policyv1alpha1.ContractPolicy:
+		return Contract(Ref(gatewayconfig.KindContractPolicy, p.ObjectMeta), &p.Spec)
+	case *policyv1alpha1.PluginHook:
+		return Plugin(Ref(gatewayconfig.KindPluginHook, p.ObjectMeta), &p.Spec)
+	}
+	return gatewayconfig.Hook{}, fmt.Errorf("%T is not a policy kind: %w", obj, gatewayconfig.ErrInvalidSpec)
+}

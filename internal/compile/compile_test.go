@@ -1,0 +1,297 @@
+package compile
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+)
+
+var epoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func meta(ns, name string, createdSec int) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name), Generation: 1,
+		CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(createdSec) * time.Second))}
+}
+
+func ap(ns, name string, sec int, mutate ...func(*policyv1alpha1.AutonomyPolicySpec)) policyv1alpha1.AutonomyPolicy {
+	p := policyv1alpha1.AutonomyPolicy{ObjectMeta: meta(ns, name, sec), Spec: policyv1alpha1.AutonomyPolicySpec{
+		Mode: policyv1alpha1.AutonomyFull, ForbiddenPathGlobs: []string{"/workspace/secret*"},
+		Workspace: &policyv1alpha1.Workspace{Root: "/workspace"},
+	}}
+	for _, m := range mutate {
+		m(&p.Spec)
+	}
+	return p
+}
+
+func ctp(ns, name string, sec int) policyv1alpha1.ContractPolicy {
+	return policyv1alpha1.ContractPolicy{ObjectMeta: meta(ns, name, sec), Spec: policyv1alpha1.ContractPolicySpec{MaxToolCalls: 10}}
+}
+
+func ph(ns, name string, sec int) policyv1alpha1.PluginHook {
+	return policyv1alpha1.PluginHook{ObjectMeta: meta(ns, name, sec), Spec: policyv1alpha1.PluginHookSpec{
+		Events:    []policyv1alpha1.PluginEvent{policyv1alpha1.EventToolAll},
+		Transport: policyv1alpha1.PluginTransport{Stdio: &policyv1alpha1.StdioTransport{Command: "node", Args: []string{"plugin.mjs"}}},
+	}}
+}
+
+func names(cfg *gatewayconfig.Config) []string {
+	out := make([]string, len(cfg.Hooks))
+	for i, h := range cfg.Hooks {
+		out[i] = h.Name
+	}
+	return out
+}
+
+var gw = Gateway{Namespace: "team-a", Labels: map[string]string{policyv1alpha1.GatewayLabel: "main", "tier": "prod"}}
+
+func TestCompileOrdersAuditLogThenKindsThenCreationTimeThenName(t *testing.T) {
+	p := Policies{
+		Plugins:   []policyv1alpha1.PluginHook{ph("team-a", "approvals", 1)},
+		Contracts: []policyv1alpha1.ContractPolicy{ctp("team-a", "budget-late", 9), ctp("team-a", "budget", 2)},
+		Autonomy: []policyv1alpha1.AutonomyPolicy{
+			ap("team-a", "zeta", 5), ap("team-a", "alpha", 5), ap("team-a", "old", 3),
+		},
+	}
+	cfg, outcomes := Compile(gw, p)
+	want := []string{
+		"AuditLog",
+		"AutonomyPolicy/team-a/old", "AutonomyPolicy/team-a/alpha", "AutonomyPolicy/team-a/zeta",
+		"ContractPolicy/team-a/budget", "ContractPolicy/team-a/budget-late",
+		"PluginHook/team-a/approvals",
+	}
+	if got := names(cfg); !slices.Equal(got, want) {
+		t.Fatalf("hook order = %v\nwant %v", got, want)
+	}
+	if len(outcomes) != 6 {
+		t.Fatalf("got %d outcomes, want 6", len(outcomes))
+	}
+	ref := cfg.Hooks[1].Policy
+	if ref.Kind != "AutonomyPolicy" || ref.Namespace != "team-a" || ref.Name != "old" || ref.UID != "team-a-old" || ref.Generation != 1 {
+		t.Errorf("entry carries policy ref %+v, want kind/namespace/name/uid/generation of team-a/old", ref)
+	}
+}
+
+func TestCompileIsDeterministicUnderShuffledInputs(t *testing.T) {
+	var p Policies
+	for i := range 30 {
+		p.Autonomy = append(p.Autonomy, ap("team-a", fmt.Sprintf("ap-%02d", i), i%4))
+		p.Contracts = append(p.Contracts, ctp("team-a", fmt.Sprintf("ctp-%02d", i), i%3))
+		p.Plugins = append(p.Plugins, ph("team-a", fmt.Sprintf("ph-%02d", i), i%5))
+	}
+	first, _ := Compile(gw, p)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		rng.Shuffle(len(p.Autonomy), func(i, j int) { p.Autonomy[i], p.Autonomy[j] = p.Autonomy[j], p.Autonomy[i] })
+		rng.Shuffle(len(p.Contracts), func(i, j int) { p.Contracts[i], p.Contracts[j] = p.Contracts[j], p.Contracts[i] })
+		rng.Shuffle(len(p.Plugins), func(i, j int) { p.Plugins[i], p.Plugins[j] = p.Plugins[j], p.Plugins[i] })
+		got, _ := Compile(gw, p)
+		if got.Revision != first.Revision || !slices.Equal(names(got), names(first)) {
+			t.Fatalf("shuffled input gave revision %s (order %v), want %s", got.Revision, names(got)[:4], first.Revision)
+		}
+	}
+}
+
+func TestCompileRevisionChangesWithAnySpecChange(t *testing.T) {
+	base := Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "coding", 1)}}
+	cfg0, _ := Compile(gw, base)
+	changes := map[string]func(*policyv1alpha1.AutonomyPolicySpec){
+		"a new forbidden glob":    func(s *policyv1alpha1.AutonomyPolicySpec) { s.ForbiddenPathGlobs = append(s.ForbiddenPathGlobs, "**/.env") },
+		"read-only mode":          func(s *policyv1alpha1.AutonomyPolicySpec) { s.Mode = policyv1alpha1.AutonomyReadOnly },
+		"warn enforcement action": func(s *policyv1alpha1.AutonomyPolicySpec) { s.EnforcementAction = policyv1alpha1.EnforcementWarn },
+		"a shell allow-list": func(s *policyv1alpha1.AutonomyPolicySpec) {
+			s.Shell = &policyv1alpha1.ShellPolicy{Allow: true, AllowedCommands: []string{"git *"}}
+		},
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			p := Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "coding", 1, change)}}
+			cfg, _ := Compile(gw, p)
+			if cfg.Revision == cfg0.Revision {
+				t.Errorf("revision %s unchanged after %s", cfg.Revision, name)
+			}
+		})
+	}
+	again, _ := Compile(gw, Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "coding", 1)}})
+	if again.Revision != cfg0.Revision {
+		t.Errorf("same inputs gave revision %s, then %s", cfg0.Revision, again.Revision)
+	}
+}
+
+func TestCompileSelectsByNamespaceAndLabels(t *testing.T) {
+	other := ap("team-b", "elsewhere", 1)
+	staging := ap("team-a", "staging-only", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
+		s.GatewaySelector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "staging"}}
+	})
+	prod := ap("team-a", "prod-only", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
+		s.GatewaySelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod", "canary"}},
+		}}
+	})
+	cfg, outcomes := Compile(gw, Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{other, staging, prod}})
+	if got, want := names(cfg), []string{"AuditLog", "AutonomyPolicy/team-a/prod-only"}; !slices.Equal(got, want) {
+		t.Fatalf("hooks = %v, want %v", got, want)
+	}
+	if len(outcomes) != 2 {
+		t.Fatalf("outcomes cover %d policies, want the 2 of the gateway's namespace", len(outcomes))
+	}
+	for _, o := range outcomes {
+		if want := o.Policy.Name == "prod-only"; o.Selected != want || o.Err != nil {
+			t.Errorf("outcome %s: selected=%v err=%v, want selected=%v and no error", o.Policy.Name, o.Selected, o.Err, want)
+		}
+	}
+}
+
+func TestCompileLeavesOutInvalidPoliciesAndReportsWhy(t *testing.T) {
+	cases := []struct {
+		name       string
+		policies   Policies
+		wantReason string
+		wantText   string
+	}{
+		{
+			name: "an unclosed glob class is InvalidGlob",
+			policies: Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
+				s.ForbiddenPathGlobs = []string{"/workspace/[unclosed"}
+			})}},
+			wantReason: policyv1alpha1.ReasonInvalidGlob, wantText: "[unclosed",
+		},
+		{
+			name: "a relative workspace root with workspace-only is InvalidPath",
+			policies: Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
+				s.Workspace = &policyv1alpha1.Workspace{Root: "workspace", Only: true}
+			})}},
+			wantReason: policyv1alpha1.ReasonInvalidPath, wantText: "workspace",
+		},
+		{
+			name: "a bad subject glob in a contract is InvalidGlob",
+			policies: Policies{Contracts: []policyv1alpha1.ContractPolicy{func() policyv1alpha1.ContractPolicy {
+				c := ctp("team-a", "bad", 1)
+				c.Spec.Subjects = &policyv1alpha1.Subjects{Senders: []string{"bot[-"}}
+				return c
+			}()}},
+			wantReason: policyv1alpha1.ReasonInvalidGlob, wantText: "bot[-",
+		},
+		{
+			name: "a bad rate-limit tool glob is InvalidGlob",
+			policies: Policies{Contracts: []policyv1alpha1.ContractPolicy{func() policyv1alpha1.ContractPolicy {
+				c := ctp("team-a", "bad", 1)
+				c.Spec.RateLimits = []policyv1alpha1.RateLimit{{Tools: "sk_[", PerSenderPerMinute: 5}}
+				return c
+			}()}},
+			wantReason: policyv1alpha1.ReasonInvalidGlob, wantText: "sk_[",
+		},
+		{
+			name: "a plugin timeout over 30s is InvalidSpec",
+			policies: Policies{Plugins: []policyv1alpha1.PluginHook{func() policyv1alpha1.PluginHook {
+				p := ph("team-a", "bad", 1)
+				p.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
+				return p
+			}()}},
+			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: "timeout",
+		},
+		{
+			name: "an invalid gateway selector is InvalidSpec",
+			policies: Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
+				s.GatewaySelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}
+			})}},
+			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: "gatewaySelector",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.policies.Autonomy = append(tc.policies.Autonomy, ap("team-a", "good", 0))
+			cfg, outcomes := Compile(gw, tc.policies)
+			if got, want := names(cfg), []string{"AuditLog", "AutonomyPolicy/team-a/good"}; !slices.Equal(got, want) {
+				t.Fatalf("hooks = %v, want only the valid policy %v", got, want)
+			}
+			var bad *Outcome
+			for i := range outcomes {
+				if outcomes[i].Policy.Name == "bad" {
+					bad = &outcomes[i]
+				}
+			}
+			if bad == nil || bad.Err == nil {
+				t.Fatalf("no error reported for the invalid policy: %+v", outcomes)
+			}
+			if got := Reason(bad.Err); got != tc.wantReason {
+				t.Errorf("reason = %s (%v), want %s", got, bad.Err, tc.wantReason)
+			}
+			if !containsFold(bad.Err.Error(), tc.wantText) {
+				t.Errorf("message %q does not mention %q", bad.Err, tc.wantText)
+			}
+		})
+	}
+}
+
+func TestCompileUsesTheExecutorsOwnValidationMessages(t *testing.T) {
+	p := ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) { s.ForbiddenPathGlobs = []string{"/a/[b"} })
+	_, err := One(&p)
+	if !errors.Is(err, gatewayconfig.ErrInvalidGlob) {
+		t.Fatalf("One() error = %v, want ErrInvalidGlob", err)
+	}
+	hook, _ := Autonomy(Ref(gatewayconfig.KindAutonomyPolicy, p.ObjectMeta), &policyv1alpha1.AutonomyPolicySpec{
+		Workspace: &policyv1alpha1.Workspace{Root: "/workspace"}})
+	hook.Autonomy.ForbiddenPathGlobs = []string{"/a/[b"}
+	direct := hook.Validate()
+	if direct == nil || direct.Error() != err.Error() {
+		t.Errorf("compile message %q differs from the executor's %q", err, direct)
+	}
+}
+
+func TestPluginServiceReferenceBecomesClusterURL(t *testing.T) {
+	p := ph("team-a", "svc", 1)
+	p.Spec.Transport = policyv1alpha1.PluginTransport{HTTP: &policyv1alpha1.HTTPTransport{
+		Service: &policyv1alpha1.ServiceReference{Name: "approvals", Port: 8443, Path: "/hook"}, CABundle: "PEM",
+	}}
+	p.Spec.FailurePolicy = policyv1alpha1.FailurePolicyFail
+	h, err := One(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Plugin.HTTP.URL != "https://approvals.team-a.svc:8443/hook" || h.Plugin.FailOpen || h.Plugin.TimeoutMillis != 5000 {
+		t.Errorf("plugin = %+v / %+v, want https service URL, fail closed, 5000ms", h.Plugin, h.Plugin.HTTP)
+	}
+	if !h.Plugin.Before || !h.Plugin.After {
+		t.Errorf("tool:* must subscribe to both events, got before=%v after=%v", h.Plugin.Before, h.Plugin.After)
+	}
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}
+
+func BenchmarkCompileThousandPolicies(b *testing.B) {
+	var p Policies
+	for i := range 400 {
+		p.Autonomy = append(p.Autonomy, ap("team-a", fmt.Sprintf("ap-%04d", i), i%60, func(s *policyv1alpha1.AutonomyPolicySpec) {
+			s.Shell = &policyv1alpha1.ShellPolicy{Allow: true, AllowedCommands: []string{"git *", "go test *"}}
+			s.Tools = &policyv1alpha1.ToolRules{Deny: []string{"delegate_*"}}
+		}))
+	}
+	for i := range 400 {
+		c := ctp("team-a", fmt.Sprintf("ctp-%04d", i), i%60)
+		c.Spec.RateLimits = []policyv1alpha1.RateLimit{{Tools: "*", PerSenderPerMinute: 60}}
+		p.Contracts = append(p.Contracts, c)
+	}
+	for i := range 200 {
+		p.Plugins = append(p.Plugins, ph("team-a", fmt.Sprintf("ph-%04d", i), i%60))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		cfg, _ := Compile(gw, p)
+		if len(cfg.Hooks) != 1001 {
+			b.Fatalf("compiled %d hooks, want 1001", len(cfg.Hooks))
+		}
+	}
+}

@@ -1,0 +1,118 @@
+// Package controller holds the toolhooks reconcilers: the gateway reconciler
+// compiles each gateway pod's ordered hook list, and one status reconciler per
+// policy kind reports whether the policy compiles and how many gateways it selects.
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
+	"github.com/toolhooks/toolhooks/internal/compile"
+)
+
+// GatewayReconciler compiles, for every gateway pod (a pod labelled
+// toolhooks.dev/gateway), the ordered hook list of the policies in its
+// namespace that select it, and records it in Store. It is level-triggered:
+// every run rebuilds the pod's list from the cache.
+type GatewayReconciler struct {
+	Client client.Client
+	Store  *Store
+}
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.toolhooks.dev,resources=autonomypolicies;contractpolicies;pluginhooks,verbs=get;list;watch
+
+// Reconcile compiles one gateway pod's configuration.
+func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var pod corev1.Pod
+	if err := r.Client.Get(ctx, req.NamespacedName, &pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Store.Delete(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("getting gateway pod: %w", err)
+	}
+	if !isGateway(&pod) {
+		r.Store.Delete(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	policies, err := ListPolicies(ctx, r.Client, pod.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	cfg, _ := compile.Compile(compile.Gateway{Namespace: pod.Namespace, Labels: pod.Labels}, policies)
+	if r.Store.Set(req.NamespacedName, cfg) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Compiled gateway configuration", "revision", cfg.Revision, "hooks", len(cfg.Hooks))
+	}
+	return ctrl.Result{}, nil
+}
+
+// ListPolicies reads every policy object of namespace from the cache.
+func ListPolicies(ctx context.Context, c client.Reader, namespace string) (compile.Policies, error) {
+	var (
+		ap  policyv1alpha1.AutonomyPolicyList
+		ctp policyv1alpha1.ContractPolicyList
+		ph  policyv1alpha1.PluginHookList
+	)
+	for _, l := range []client.ObjectList{&ap, &ctp, &ph} {
+		if err := c.List(ctx, l, client.InNamespace(namespace)); err != nil {
+			return compile.Policies{}, fmt.Errorf("listing %T: %w", l, err)
+		}
+	}
+	return compile.Policies{Autonomy: ap.Items, Contracts: ctp.Items, Plugins: ph.Items}, nil
+}
+
+// isGateway reports whether pod is a live gateway pod.
+func isGateway(pod *corev1.Pod) bool {
+	_, labelled := pod.Labels[policyv1alpha1.GatewayLabel]
+	return labelled && pod.DeletionTimestamp == nil
+}
+
+// gatewayPods lists the gateway pods of namespace.
+func gatewayPods(ctx context.Context, c client.Reader, namespace string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.HasLabels{policyv1alpha1.GatewayLabel}); err != nil {
+		return nil, fmt.Errorf("listing gateway pods: %w", err)
+	}
+	return pods.Items, nil
+}
+
+// gatewayPredicate keeps events of labelled pods only.
+var gatewayPredicate = predicate.NewPredicateFuncs(func(o client.Object) bool {
+	_, ok := o.GetLabels()[policyv1alpha1.GatewayLabel]
+	return ok
+})
+
+// SetupWithManager registers the reconciler: pods are the root; any policy
+// change maps to every gateway pod of its namespace.
+func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toGateways := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		pods, err := gatewayPods(ctx, r.Client, o.GetNamespace())
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Mapping policy to gateway pods", "policy", client.ObjectKeyFromObject(o))
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(pods))
+		for i := range pods {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pods[i])})
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("gateway").
+		For(&corev1.Pod{}, builder.WithPredicates(gatewayPredicate)).
+		Watches(&policyv1alpha1.AutonomyPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&policyv1alpha1.ContractPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&policyv1alpha1.PluginHook{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}

@@ -1,0 +1,193 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
+	"github.com/toolhooks/toolhooks/internal/compile"
+)
+
+// Policy is what the status reconciler needs of a policy kind.
+type Policy[T any] interface {
+	*T
+	client.Object
+	GetPolicyStatus() *policyv1alpha1.PolicyStatus
+	GetGatewaySelector() *metav1.LabelSelector
+}
+
+// PolicyStatusReconciler keeps one policy kind's status current: Accepted
+// (does the spec compile, and if not why) and gateways.selected. It writes
+// status at most once per reconcile, only when it changed, and emits an Event
+// only when the Accepted condition changes. A policy that does not compile is
+// a user's mistake: it is reported and not retried.
+type PolicyStatusReconciler[T any, P Policy[T]] struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	// List is an empty list object of the kind (for mapping pods to policies).
+	List func() client.ObjectList
+	// Items returns the objects of a list made by List.
+	Items func(client.ObjectList) []client.Object
+}
+
+// +kubebuilder:rbac:groups=policy.toolhooks.dev,resources=autonomypolicies/status;contractpolicies/status;pluginhooks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile recomputes one policy's status.
+func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := P(new(T))
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	pods, err := gatewayPods(ctx, r.Client, obj.GetNamespace())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	desired := DesiredStatus(obj, obj.GetPolicyStatus(), pods)
+
+	current := obj.GetPolicyStatus()
+	if equality.Semantic.DeepEqual(*current, desired) {
+		return ctrl.Result{}, nil
+	}
+	before := meta.FindStatusCondition(current.Conditions, policyv1alpha1.ConditionAccepted)
+	var prev *metav1.Condition
+	if before != nil {
+		c := *before
+		prev = &c
+	}
+	base := obj.DeepCopyObject().(client.Object)
+	*current = desired
+	if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
+	}
+	accepted := meta.FindStatusCondition(desired.Conditions, policyv1alpha1.ConditionAccepted)
+	if prev == nil || prev.Status != accepted.Status || prev.Reason != accepted.Reason || prev.Message != accepted.Message {
+		eventType := corev1.EventTypeNormal
+		if accepted.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(obj, nil, eventType, accepted.Reason, "Compile", "%s", accepted.Message)
+	}
+	return ctrl.Result{}, nil
+}
+
+// DesiredStatus computes a policy's status from its spec and the gateway pods
+// of its namespace (pure: no API calls). current supplies existing conditions
+// so unchanged ones keep their transition time.
+func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, pods []corev1.Pod) policyv1alpha1.PolicyStatus {
+	desired := *current.DeepCopy()
+	desired.ObservedGeneration = obj.GetGeneration()
+
+	cond := metav1.Condition{Type: policyv1alpha1.ConditionAccepted, ObservedGeneration: obj.GetGeneration()}
+	if _, err := compile.One(obj); err != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, compile.Reason(err), err.Error()
+	} else {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, policyv1alpha1.ReasonCompiled,
+			"The policy compiles into a hook"
+	}
+	meta.SetStatusCondition(&desired.Conditions, cond)
+
+	var selected int32
+	sel := obj.(interface{ GetGatewaySelector() *metav1.LabelSelector }).GetGatewaySelector()
+	for i := range pods {
+		if !isGateway(&pods[i]) {
+			continue
+		}
+		if ok, err := compile.Selects(sel, pods[i].Labels); err == nil && ok {
+			selected++
+		}
+	}
+	desired.Gateways.Selected = selected
+	if desired.Gateways.Enforcing > selected {
+		desired.Gateways.Enforcing = selected
+	}
+	return desired
+}
+
+// SetupWithManager registers the reconciler for the kind of T: the policy is
+// the root; gateway pod changes map to every policy of the pod's namespace.
+func (r *PolicyStatusReconciler[T, P]) SetupWithManager(mgr ctrl.Manager, name string) error {
+	toPolicies := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := r.List()
+		if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Mapping gateway pod to policies", "pod", client.ObjectKeyFromObject(o))
+			return nil
+		}
+		items := r.Items(list)
+		reqs := make([]reconcile.Request, 0, len(items))
+		for _, it := range items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(it)})
+		}
+		return reqs
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		For(P(new(T)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Pod{}, toPolicies, builder.WithPredicates(gatewayPredicate)).
+		Complete(r)
+}
+
+// SetupAll registers the gateway reconciler and the three status reconcilers.
+func SetupAll(mgr ctrl.Manager, store *Store) error {
+	c := mgr.GetClient()
+	rec := mgr.GetEventRecorder("toolhooks-controller")
+	if err := (&GatewayReconciler{Client: c, Store: store}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up gateway reconciler: %w", err)
+	}
+	if err := (&PolicyStatusReconciler[policyv1alpha1.AutonomyPolicy, *policyv1alpha1.AutonomyPolicy]{
+		Client: c, Recorder: rec,
+		List: func() client.ObjectList { return &policyv1alpha1.AutonomyPolicyList{} },
+		Items: func(l client.ObjectList) []client.Object {
+			return objects(l.(*policyv1alpha1.AutonomyPolicyList).Items)
+		},
+	}).SetupWithManager(mgr, "autonomypolicy"); err != nil {
+		return fmt.Errorf("setting up AutonomyPolicy status reconciler: %w", err)
+	}
+	if err := (&PolicyStatusReconciler[policyv1alpha1.ContractPolicy, *policyv1alpha1.ContractPolicy]{
+		Client: c, Recorder: rec,
+		List: func() client.ObjectList { return &policyv1alpha1.ContractPolicyList{} },
+		Items: func(l client.ObjectList) []client.Object {
+			return objects(l.(*policyv1alpha1.ContractPolicyList).Items)
+		},
+	}).SetupWithManager(mgr, "contractpolicy"); err != nil {
+		return fmt.Errorf("setting up ContractPolicy status reconciler: %w", err)
+	}
+	if err := (&PolicyStatusReconciler[policyv1alpha1.PluginHook, *policyv1alpha1.PluginHook]{
+		Client: c, Recorder: rec,
+		List: func() client.ObjectList { return &policyv1alpha1.PluginHookList{} },
+		Items: func(l client.ObjectList) []client.Object {
+			return objects(l.(*policyv1alpha1.PluginHookList).Items)
+		},
+	}).SetupWithManager(mgr, "pluginhook"); err != nil {
+		return fmt.Errorf("setting up PluginHook status reconciler: %w", err)
+	}
+	return nil
+}
+
+// objects returns pointers to the items of a typed list.
+func objects[T any, P interface {
+	*T
+	client.Object
+}](items []T) []client.Object {
+	out := make([]client.Object, len(items))
+	for i := range items {
+		out[i] = P(&items[i])
+	}
+	return out
+}

@@ -1,0 +1,224 @@
+package gatewayconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
+	"github.com/toolhooks/toolhooks/internal/hooks/contract"
+	"github.com/toolhooks/toolhooks/internal/hooks/ratelimit"
+)
+
+// RuleUnenforceable is the rule of the denial a policy gives when the gateway
+// cannot build it (for example, its workspace root does not exist there).
+const RuleUnenforceable = "policyUnenforceable"
+
+// ErrPluginRuntimeUnavailable is what a PluginHook's before-callback returns
+// when the gateway has no plugin runtime; the entry's failure policy decides.
+var ErrPluginRuntimeUnavailable = errors.New("plugin runtime not available in this gateway")
+
+// PluginFactory builds the runtime hook of a PluginHook entry.
+type PluginFactory func(h Hook) (hooks.Hook, error)
+
+// BuildOptions are the gateway's side of building a configuration.
+type BuildOptions struct {
+	// Workspace is the gateway's workspace root, against which contracts'
+	// relative paths resolve. Empty denies contract calls that need a path check.
+	Workspace string
+	// Audit receives the AuditLog records; nil writes JSON lines to stdout.
+	Audit audit.Sink
+	// State keeps per-policy runtime state (budgets) across builds; nil keeps none.
+	State *State
+	// Plugins builds PluginHook runtimes; nil makes every plugin fail, so its
+	// failure policy applies.
+	Plugins PluginFactory
+}
+
+// State carries runtime state of policies across configuration pushes, so a
+// new revision does not reset sessions' budgets.
+type State struct {
+	mu      sync.Mutex
+	budgets map[string]*contract.Budgets
+}
+
+// NewState returns empty state.
+func NewState() *State { return &State{budgets: map[string]*contract.Budgets{}} }
+
+func (s *State) budgetsFor(key string) (*contract.Budgets, error) {
+	if s == nil {
+		return contract.NewBudgets(contract.BudgetConfig{})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b, ok := s.budgets[key]; ok {
+		return b, nil
+	}
+	b, err := contract.NewBudgets(contract.BudgetConfig{})
+	if err != nil {
+		return nil, err
+	}
+	s.budgets[key] = b
+	return b, nil
+}
+
+// Retain forgets the state of policies not in cfg.
+func (s *State) Retain(cfg *Config) {
+	if s == nil {
+		return
+	}
+	keep := map[string]bool{}
+	for _, h := range cfg.Hooks {
+		keep[stateKey(h)] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.budgets {
+		if !keep[k] {
+			delete(s.budgets, k)
+		}
+	}
+}
+
+func stateKey(h Hook) string {
+	if h.Policy.UID != "" {
+		return h.Policy.UID
+	}
+	return h.Name
+}
+
+// Build validates cfg and turns it into the executor's ordered entries. A
+// policy the gateway cannot build (a workspace root missing here, say) fails
+// closed: its entry denies every call with RuleUnenforceable and the reason.
+func Build(cfg *Config, opts BuildOptions) ([]hooks.Entry, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	entries := make([]hooks.Entry, 0, len(cfg.Hooks))
+	for _, h := range cfg.Hooks {
+		hook, failOpen, err := build(h, opts)
+		if err != nil {
+			hook, failOpen = unenforceable{name: h.Name, err: err}, false
+		}
+		entries = append(entries, hooks.Entry{Hook: hook, Policy: h.Policy, Action: h.Action, FailOpen: failOpen})
+	}
+	return entries, nil
+}
+
+func build(h Hook, opts BuildOptions) (hooks.Hook, bool, error) {
+	switch h.Kind {
+	case KindAuditLog:
+		return audit.New(opts.Audit), false, nil
+	case KindAutonomyPolicy:
+		a, err := autonomy.New(h.Autonomy.config(h.Name))
+		return a, false, err
+	case KindContractPolicy:
+		hk, err := buildContract(h, opts)
+		return hk, false, err
+	case KindPluginHook:
+		if opts.Plugins == nil {
+			return unavailablePlugin{name: h.Name}, h.Plugin.FailOpen, nil
+		}
+		p, err := opts.Plugins(h)
+		return p, h.Plugin.FailOpen, err
+	}
+	return nil, false, fmt.Errorf("unknown hook kind %q", h.Kind)
+}
+
+func buildContract(h Hook, opts BuildOptions) (hooks.Hook, error) {
+	c := h.Contract
+	matcher, err := contract.NewMatcher(contract.Subjects(c.Subjects))
+	if err != nil {
+		return nil, err
+	}
+	budgets, err := opts.State.budgetsFor(stateKey(h))
+	if err != nil {
+		return nil, err
+	}
+	resolver, err := contract.NewStaticResolver(contract.Binding{Subjects: matcher, Contract: c.contract()})
+	if err != nil {
+		return nil, err
+	}
+	scope, err := contract.New(contract.Config{Name: h.Name, Resolver: resolver, WorkspaceRoot: opts.Workspace, Budgets: budgets})
+	if err != nil {
+		return nil, err
+	}
+	if len(c.RateLimits) == 0 {
+		return scope, nil
+	}
+	limits, err := ratelimit.New(ratelimit.Config{Name: h.Name, Rules: c.rules()})
+	if err != nil {
+		return nil, err
+	}
+	return sequence{name: h.Name, parts: []hooks.Hook{scope, subjectFilter{Hook: limits, m: matcher}}}, nil
+}
+
+// sequence runs several hooks as one named hook: the first denial wins; every
+// part's After runs.
+type sequence struct {
+	name  string
+	parts []hooks.Hook
+}
+
+func (s sequence) Name() string { return s.name }
+
+func (s sequence) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
+	for _, p := range s.parts {
+		v, err := p.Before(ctx, call)
+		if err != nil || !v.Allowed {
+			return v, err
+		}
+	}
+	return hooks.Allow, nil
+}
+
+func (s sequence) After(ctx context.Context, call *hooks.Call, res *hooks.Result) {
+	for _, p := range s.parts {
+		p.After(ctx, call, res)
+	}
+}
+
+// subjectFilter applies a hook only to the calls a contract's subjects match.
+type subjectFilter struct {
+	hooks.Hook
+	m *contract.Matcher
+}
+
+func (f subjectFilter) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
+	if !f.m.Matches(call) {
+		return hooks.Allow, nil
+	}
+	return f.Hook.Before(ctx, call)
+}
+
+// unenforceable stands in for a policy the gateway could not build: it denies.
+type unenforceable struct {
+	name string
+	err  error
+}
+
+func (u unenforceable) Name() string { return u.name }
+
+func (u unenforceable) Before(context.Context, *hooks.Call) (hooks.Verdict, error) {
+	return hooks.Deny(RuleUnenforceable, fmt.Sprintf("Policy %s cannot be enforced on this gateway: %v", u.name, u.err)), nil
+}
+
+func (unenforceable) After(context.Context, *hooks.Call, *hooks.Result) {}
+
+// unavailablePlugin fails every before-call, so the entry's failure policy applies.
+type unavailablePlugin struct{ name string }
+
+func (p unavailablePlugin) Name() string { return p.name }
+
+func (unavailablePlugin) Before(context.Context, *hooks.Call) (hooks.Verdict, error) {
+	return hooks.Verdict{}, ErrPluginRuntimeUnavailable
+}
+
+func (unavailablePlugin) After(context.Context, *hooks.Call, *hooks.Result) {}
+
+// Timeout returns the plugin's before-phase timeout.
+func (p *Plugin) Timeout() time.Duration { return time.Duration(p.TimeoutMillis) * time.Millisecond }
