@@ -158,7 +158,8 @@ package=$(2)@$(3) ; \
 echo "Installing $${package} into $(LOCALBIN)" ; \
 rm -f "$(1)" ; \
 GOBIN="$(LOCALBIN)" go install $${package} ; \
-mv "$(LOCALBIN)/$$(basename "$(2)")" "$(1)" ; \
+bin=$$(basename "$(2)"); case "$$bin" in v[0-9]*) bin=$$(basename "$$(dirname "$(2)")");; esac; \
+mv "$(LOCALBIN)/$$bin" "$(1)" ; \
 } ; \
 ln -sf "$$(basename "$(1)")" "$$(echo "$(1)" | sed "s/-$(3)$$//")"
 endef
