@@ -21,8 +21,12 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	// Import all Kubernetes client auth plugins (e.g. Azure, GCP, OIDC, etc.)
 	// to ensure that exec-entrypoint and run can make use of them.
@@ -30,7 +34,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -39,6 +45,7 @@ import (
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/controller"
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -60,6 +67,12 @@ func main() {
 		enableLeaderElection bool
 		secureMetrics        bool
 		enableHTTP2          bool
+		push                 bool
+		gatewayPort          int
+		pushAudience         string
+		pushServiceAccount   string
+		pushTokenFile        string
+		resync               time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
@@ -69,6 +82,17 @@ func main() {
 	flag.BoolVar(&secureMetrics, "metrics-secure", true,
 		"Serve the metrics endpoint over HTTPS with authentication; false serves plain HTTP.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Enable HTTP/2 for the metrics server.")
+	flag.BoolVar(&push, "push", true, "Push each gateway pod's compiled configuration to it; false only compiles and reports status.")
+	flag.IntVar(&gatewayPort, "gateway-port", controller.DefaultGatewayPort, "The port gateway pods serve their API on.")
+	flag.StringVar(&pushAudience, "push-audience", gatewayconfig.PushAudience,
+		"The audience of the ServiceAccount token presented to gateways.")
+	flag.StringVar(&pushServiceAccount, "push-service-account", "",
+		"NAMESPACE/NAME of the ServiceAccount whose audience-bound tokens authenticate pushes "+
+			"(default: $POD_NAMESPACE/toolhooks-controller).")
+	flag.StringVar(&pushTokenFile, "push-token-file", "",
+		"Read the push token from this projected token file instead of requesting one.")
+	flag.DurationVar(&resync, "resync", 30*time.Second,
+		"How often to re-verify each gateway's revision, re-pushing to gateways that restarted.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -95,7 +119,16 @@ func main() {
 		setupLog.Error(err, "Failed to create manager")
 		os.Exit(1)
 	}
-	if err := controller.SetupAll(mgr, controller.NewStore()); err != nil {
+	gateways := controller.GatewayReconciler{Resync: resync}
+	if push {
+		tokens, err := pushTokens(mgr.GetConfig(), pushTokenFile, pushServiceAccount, pushAudience)
+		if err != nil {
+			setupLog.Error(err, "Failed to set up push authentication")
+			os.Exit(1)
+		}
+		gateways.Pusher = &controller.Pusher{Tokens: tokens, Port: gatewayPort}
+	}
+	if err := controller.SetupAll(mgr, controller.NewStore(), gateways); err != nil {
 		setupLog.Error(err, "Failed to set up controllers")
 		os.Exit(1)
 	}
@@ -114,4 +147,28 @@ func main() {
 		setupLog.Error(err, "Failed to run manager")
 		os.Exit(1)
 	}
+}
+
+// pushTokens picks how the controller authenticates to gateways: a projected
+// token file, or audience-bound tokens requested for its ServiceAccount.
+func pushTokens(cfg *rest.Config, file, serviceAccount, audience string) (controller.TokenSource, error) {
+	if file != "" {
+		return controller.FileToken(file), nil
+	}
+	if serviceAccount == "" {
+		ns := os.Getenv("POD_NAMESPACE")
+		if ns == "" {
+			return nil, errors.New("--push-service-account is required outside a pod (POD_NAMESPACE unset)")
+		}
+		serviceAccount = ns + "/toolhooks-controller"
+	}
+	ns, name, ok := strings.Cut(serviceAccount, "/")
+	if !ok || ns == "" || name == "" {
+		return nil, fmt.Errorf("--push-service-account %q: want NAMESPACE/NAME", serviceAccount)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &controller.ServiceAccountTokens{Client: cs, Namespace: ns, Name: name, Audience: audience}, nil
 }

@@ -34,12 +34,14 @@ func ap(ns, name string, sec int, mutate ...func(*policyv1alpha1.AutonomyPolicyS
 	return p
 }
 
-func ctp(ns, name string, sec int) policyv1alpha1.ContractPolicy {
-	return policyv1alpha1.ContractPolicy{ObjectMeta: meta(ns, name, sec), Spec: policyv1alpha1.ContractPolicySpec{MaxToolCalls: 10}}
+// ctp returns a ContractPolicy in namespace team-a.
+func ctp(name string, sec int) policyv1alpha1.ContractPolicy {
+	return policyv1alpha1.ContractPolicy{ObjectMeta: meta("team-a", name, sec), Spec: policyv1alpha1.ContractPolicySpec{MaxToolCalls: 10}}
 }
 
-func ph(ns, name string, sec int) policyv1alpha1.PluginHook {
-	return policyv1alpha1.PluginHook{ObjectMeta: meta(ns, name, sec), Spec: policyv1alpha1.PluginHookSpec{
+// ph returns a PluginHook in namespace team-a.
+func ph(name string, sec int) policyv1alpha1.PluginHook {
+	return policyv1alpha1.PluginHook{ObjectMeta: meta("team-a", name, sec), Spec: policyv1alpha1.PluginHookSpec{
 		Events:    []policyv1alpha1.PluginEvent{policyv1alpha1.EventToolAll},
 		Transport: policyv1alpha1.PluginTransport{Stdio: &policyv1alpha1.StdioTransport{Command: "node", Args: []string{"plugin.mjs"}}},
 	}}
@@ -57,8 +59,8 @@ var gw = Gateway{Namespace: "team-a", Labels: map[string]string{policyv1alpha1.G
 
 func TestCompileOrdersAuditLogThenKindsThenCreationTimeThenName(t *testing.T) {
 	p := Policies{
-		Plugins:   []policyv1alpha1.PluginHook{ph("team-a", "approvals", 1)},
-		Contracts: []policyv1alpha1.ContractPolicy{ctp("team-a", "budget-late", 9), ctp("team-a", "budget", 2)},
+		Plugins:   []policyv1alpha1.PluginHook{ph("approvals", 1)},
+		Contracts: []policyv1alpha1.ContractPolicy{ctp("budget-late", 9), ctp("budget", 2)},
 		Autonomy: []policyv1alpha1.AutonomyPolicy{
 			ap("team-a", "zeta", 5), ap("team-a", "alpha", 5), ap("team-a", "old", 3),
 		},
@@ -86,8 +88,8 @@ func TestCompileIsDeterministicUnderShuffledInputs(t *testing.T) {
 	var p Policies
 	for i := range 30 {
 		p.Autonomy = append(p.Autonomy, ap("team-a", fmt.Sprintf("ap-%02d", i), i%4))
-		p.Contracts = append(p.Contracts, ctp("team-a", fmt.Sprintf("ctp-%02d", i), i%3))
-		p.Plugins = append(p.Plugins, ph("team-a", fmt.Sprintf("ph-%02d", i), i%5))
+		p.Contracts = append(p.Contracts, ctp(fmt.Sprintf("ctp-%02d", i), i%3))
+		p.Plugins = append(p.Plugins, ph(fmt.Sprintf("ph-%02d", i), i%5))
 	}
 	first, _ := Compile(gw, p)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -106,7 +108,9 @@ func TestCompileRevisionChangesWithAnySpecChange(t *testing.T) {
 	base := Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "coding", 1)}}
 	cfg0, _ := Compile(gw, base)
 	changes := map[string]func(*policyv1alpha1.AutonomyPolicySpec){
-		"a new forbidden glob":    func(s *policyv1alpha1.AutonomyPolicySpec) { s.ForbiddenPathGlobs = append(s.ForbiddenPathGlobs, "**/.env") },
+		"a new forbidden glob": func(s *policyv1alpha1.AutonomyPolicySpec) {
+			s.ForbiddenPathGlobs = append(s.ForbiddenPathGlobs, "**/.env")
+		},
 		"read-only mode":          func(s *policyv1alpha1.AutonomyPolicySpec) { s.Mode = policyv1alpha1.AutonomyReadOnly },
 		"warn enforcement action": func(s *policyv1alpha1.AutonomyPolicySpec) { s.EnforcementAction = policyv1alpha1.EnforcementWarn },
 		"a shell allow-list": func(s *policyv1alpha1.AutonomyPolicySpec) {
@@ -176,7 +180,7 @@ func TestCompileLeavesOutInvalidPoliciesAndReportsWhy(t *testing.T) {
 		{
 			name: "a bad subject glob in a contract is InvalidGlob",
 			policies: Policies{Contracts: []policyv1alpha1.ContractPolicy{func() policyv1alpha1.ContractPolicy {
-				c := ctp("team-a", "bad", 1)
+				c := ctp("bad", 1)
 				c.Spec.Subjects = &policyv1alpha1.Subjects{Senders: []string{"bot[-"}}
 				return c
 			}()}},
@@ -185,7 +189,7 @@ func TestCompileLeavesOutInvalidPoliciesAndReportsWhy(t *testing.T) {
 		{
 			name: "a bad rate-limit tool glob is InvalidGlob",
 			policies: Policies{Contracts: []policyv1alpha1.ContractPolicy{func() policyv1alpha1.ContractPolicy {
-				c := ctp("team-a", "bad", 1)
+				c := ctp("bad", 1)
 				c.Spec.RateLimits = []policyv1alpha1.RateLimit{{Tools: "sk_[", PerSenderPerMinute: 5}}
 				return c
 			}()}},
@@ -194,7 +198,7 @@ func TestCompileLeavesOutInvalidPoliciesAndReportsWhy(t *testing.T) {
 		{
 			name: "a plugin timeout over 30s is InvalidSpec",
 			policies: Policies{Plugins: []policyv1alpha1.PluginHook{func() policyv1alpha1.PluginHook {
-				p := ph("team-a", "bad", 1)
+				p := ph("bad", 1)
 				p.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
 				return p
 			}()}},
@@ -250,7 +254,7 @@ func TestCompileUsesTheExecutorsOwnValidationMessages(t *testing.T) {
 }
 
 func TestPluginServiceReferenceBecomesClusterURL(t *testing.T) {
-	p := ph("team-a", "svc", 1)
+	p := ph("svc", 1)
 	p.Spec.Transport = policyv1alpha1.PluginTransport{HTTP: &policyv1alpha1.HTTPTransport{
 		Service: &policyv1alpha1.ServiceReference{Name: "approvals", Port: 8443, Path: "/hook"}, CABundle: "PEM",
 	}}
@@ -280,12 +284,12 @@ func BenchmarkCompileThousandPolicies(b *testing.B) {
 		}))
 	}
 	for i := range 400 {
-		c := ctp("team-a", fmt.Sprintf("ctp-%04d", i), i%60)
+		c := ctp(fmt.Sprintf("ctp-%04d", i), i%60)
 		c.Spec.RateLimits = []policyv1alpha1.RateLimit{{Tools: "*", PerSenderPerMinute: 60}}
 		p.Contracts = append(p.Contracts, c)
 	}
 	for i := range 200 {
-		p.Plugins = append(p.Plugins, ph("team-a", fmt.Sprintf("ph-%04d", i), i%60))
+		p.Plugins = append(p.Plugins, ph(fmt.Sprintf("ph-%04d", i), i%60))
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -46,13 +46,13 @@ func startHarness(t *testing.T) *harness {
 		Cache:                  CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:             config.Controller{SkipNameValidation: new(true)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	store := NewStore()
-	if err := SetupAll(mgr, store); err != nil {
+	if err := SetupAll(mgr, store, GatewayReconciler{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -80,9 +80,7 @@ func (h *harness) namespace(name string) {
 
 func (h *harness) gatewayPod(ns, name string, labels map[string]string) types.NamespacedName {
 	l := map[string]string{policyv1alpha1.GatewayLabel: "main"}
-	for k, v := range labels {
-		l[k] = v
-	}
+	maps.Copy(l, labels)
 	h.create(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: l},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "gateway", Image: "toolhooks/gateway:dev"}}},
@@ -106,7 +104,7 @@ func (h *harness) eventually(what string, cond func() (bool, string)) {
 }
 
 func hookNames(cfg *gatewayconfig.Config) []string {
-	var out []string
+	out := make([]string, 0, len(cfg.Hooks))
 	for _, h := range cfg.Hooks {
 		out = append(out, h.Name)
 	}
@@ -225,7 +223,7 @@ func TestReconcileCompilesEachGatewayPodsOrderedHookList(t *testing.T) {
 		}
 		return cmp.Compare(x.Name, y.Name)
 	})
-	var wantOrder []string
+	wantOrder := make([]string, 0, len(all.Items)+1)
 	for _, p := range all.Items {
 		wantOrder = append(wantOrder, "AutonomyPolicy/team-a/"+p.Name)
 	}

@@ -6,12 +6,14 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -27,6 +29,13 @@ import (
 type GatewayReconciler struct {
 	Client client.Client
 	Store  *Store
+	// Pusher delivers each pod's configuration; nil compiles only.
+	Pusher *Pusher
+	// Resync re-verifies a pod's revision this often (0: only on events), so a
+	// gateway that restarted without its pod changing is re-pushed.
+	Resync time.Duration
+	// MaxConcurrentReconciles bounds parallel pod reconciles (and pushes); default 16.
+	MaxConcurrentReconciles int
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
@@ -50,11 +59,39 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cfg, _ := compile.Compile(compile.Gateway{Namespace: pod.Namespace, Labels: pod.Labels}, policies)
+	cfg, _ := compile.CompileWithFallback(compile.Gateway{Namespace: pod.Namespace, Labels: pod.Labels}, policies, r.Store.LastGood)
+	r.Store.Remember(pod.Namespace, cfg, liveUIDs(policies))
+	log := ctrl.LoggerFrom(ctx)
 	if r.Store.Set(req.NamespacedName, cfg) {
-		ctrl.LoggerFrom(ctx).V(1).Info("Compiled gateway configuration", "revision", cfg.Revision, "hooks", len(cfg.Hooks))
+		log.V(1).Info("Compiled gateway configuration", "revision", cfg.Revision, "hooks", len(cfg.Hooks))
 	}
-	return ctrl.Result{}, nil
+	if r.Pusher == nil || pod.Status.PodIP == "" {
+		return ctrl.Result{}, nil
+	}
+	pushed, err := r.Pusher.Sync(ctx, &pod, cfg)
+	if err != nil {
+		return ctrl.Result{}, err // retried with the controller's exponential backoff
+	}
+	if pushed {
+		log.Info("Pushed gateway configuration", "revision", cfg.Revision, "podIP", pod.Status.PodIP)
+	}
+	r.Store.Ack(req.NamespacedName, pod.UID, cfg)
+	return ctrl.Result{RequeueAfter: r.Resync}, nil
+}
+
+// liveUIDs returns the UIDs of every policy in p.
+func liveUIDs(p compile.Policies) map[string]bool {
+	live := make(map[string]bool, len(p.Autonomy)+len(p.Contracts)+len(p.Plugins))
+	for i := range p.Autonomy {
+		live[string(p.Autonomy[i].UID)] = true
+	}
+	for i := range p.Contracts {
+		live[string(p.Contracts[i].UID)] = true
+	}
+	for i := range p.Plugins {
+		live[string(p.Plugins[i].UID)] = true
+	}
+	return live
 }
 
 // ListPolicies reads every policy object of namespace from the cache.
@@ -108,8 +145,13 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return reqs
 	})
+	workers := r.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = 16
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gateway").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&corev1.Pod{}, builder.WithPredicates(gatewayPredicate)).
 		Watches(&policyv1alpha1.AutonomyPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&policyv1alpha1.ContractPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

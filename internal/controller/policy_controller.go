@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/compile"
@@ -37,13 +39,18 @@ type Policy[T any] interface {
 type PolicyStatusReconciler[T any, P Policy[T]] struct {
 	Client   client.Client
 	Recorder events.EventRecorder
+	// Store tells which gateways acknowledged which policy generations.
+	Store *Store
+	// Resync recomputes the status this often even without events (0: never).
+	Resync time.Duration
 	// List is an empty list object of the kind (for mapping pods to policies).
 	List func() client.ObjectList
 	// Items returns the objects of a list made by List.
 	Items func(client.ObjectList) []client.Object
 }
 
-// +kubebuilder:rbac:groups=policy.toolhooks.dev,resources=autonomypolicies/status;contractpolicies/status;pluginhooks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=policy.toolhooks.dev,resources=autonomypolicies/status;contractpolicies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=policy.toolhooks.dev,resources=pluginhooks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile recomputes one policy's status.
@@ -56,11 +63,15 @@ func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	desired := DesiredStatus(obj, obj.GetPolicyStatus(), pods)
+	var enforces func(*corev1.Pod) bool
+	if r.Store != nil && r.Store.Pushing {
+		enforces = func(pod *corev1.Pod) bool { return r.Store.Enforces(pod, obj.GetUID(), obj.GetGeneration()) }
+	}
+	desired := DesiredStatus(obj, obj.GetPolicyStatus(), pods, enforces)
 
 	current := obj.GetPolicyStatus()
 	if equality.Semantic.DeepEqual(*current, desired) {
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: r.Resync}, nil
 	}
 	before := meta.FindStatusCondition(current.Conditions, policyv1alpha1.ConditionAccepted)
 	var prev *metav1.Condition
@@ -84,13 +95,16 @@ func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.R
 		}
 		r.Recorder.Eventf(obj, nil, eventType, accepted.Reason, "Compile", "%s", accepted.Message)
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: r.Resync}, nil
 }
 
 // DesiredStatus computes a policy's status from its spec and the gateway pods
 // of its namespace (pure: no API calls). current supplies existing conditions
-// so unchanged ones keep their transition time.
-func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, pods []corev1.Pod) policyv1alpha1.PolicyStatus {
+// so unchanged ones keep their transition time. enforces, when not nil, tells
+// whether a pod acknowledged the policy's current generation; it makes the
+// status report gateways.enforcing and the Enforced condition.
+func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, pods []corev1.Pod,
+	enforces func(*corev1.Pod) bool) policyv1alpha1.PolicyStatus {
 	desired := *current.DeepCopy()
 	desired.ObservedGeneration = obj.GetGeneration()
 
@@ -103,7 +117,7 @@ func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, pods
 	}
 	meta.SetStatusCondition(&desired.Conditions, cond)
 
-	var selected int32
+	var selected, enforcing int32
 	sel := obj.(interface{ GetGatewaySelector() *metav1.LabelSelector }).GetGatewaySelector()
 	for i := range pods {
 		if !isGateway(&pods[i]) {
@@ -111,12 +125,31 @@ func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, pods
 		}
 		if ok, err := compile.Selects(sel, pods[i].Labels); err == nil && ok {
 			selected++
+			if enforces != nil && enforces(&pods[i]) {
+				enforcing++
+			}
 		}
 	}
-	desired.Gateways.Selected = selected
-	if desired.Gateways.Enforcing > selected {
-		desired.Gateways.Enforcing = selected
+	desired.Gateways.Selected, desired.Gateways.Enforcing = selected, enforcing
+	if enforces == nil {
+		return desired
 	}
+	enforced := metav1.Condition{Type: policyv1alpha1.ConditionEnforced, ObservedGeneration: obj.GetGeneration()}
+	switch {
+	case cond.Status != metav1.ConditionTrue:
+		enforced.Status, enforced.Reason = metav1.ConditionFalse, cond.Reason
+		enforced.Message = "This generation does not compile; gateways keep enforcing the last good version, if any"
+	case selected == 0:
+		enforced.Status, enforced.Reason, enforced.Message = metav1.ConditionFalse, policyv1alpha1.ReasonNoGateways,
+			"The gateway selector matches no gateway pod"
+	case enforcing == selected:
+		enforced.Status, enforced.Reason = metav1.ConditionTrue, policyv1alpha1.ReasonAllGatewaysEnforcing
+		enforced.Message = fmt.Sprintf("All %d selected gateways enforce generation %d", selected, obj.GetGeneration())
+	default:
+		enforced.Status, enforced.Reason = metav1.ConditionFalse, policyv1alpha1.ReasonPending
+		enforced.Message = fmt.Sprintf("%d of %d selected gateways enforce generation %d", enforcing, selected, obj.GetGeneration())
+	}
+	meta.SetStatusCondition(&desired.Conditions, enforced)
 	return desired
 }
 
@@ -136,22 +169,28 @@ func (r *PolicyStatusReconciler[T, P]) SetupWithManager(mgr ctrl.Manager, name s
 		}
 		return reqs
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		For(P(new(T)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Pod{}, toPolicies, builder.WithPredicates(gatewayPredicate)).
-		Complete(r)
+		Watches(&corev1.Pod{}, toPolicies, builder.WithPredicates(gatewayPredicate))
+	if r.Store != nil {
+		b = b.WatchesRawSource(source.Channel(r.Store.AckEvents(), toPolicies))
+	}
+	return b.Complete(r)
 }
 
-// SetupAll registers the gateway reconciler and the three status reconcilers.
-func SetupAll(mgr ctrl.Manager, store *Store) error {
+// SetupAll registers the gateway reconciler (compile, and push when gw has a
+// Pusher) and the three status reconcilers.
+func SetupAll(mgr ctrl.Manager, store *Store, gw GatewayReconciler) error {
 	c := mgr.GetClient()
 	rec := mgr.GetEventRecorder("toolhooks-controller")
-	if err := (&GatewayReconciler{Client: c, Store: store}).SetupWithManager(mgr); err != nil {
+	gw.Client, gw.Store = c, store
+	store.Pushing = gw.Pusher != nil
+	if err := gw.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up gateway reconciler: %w", err)
 	}
 	if err := (&PolicyStatusReconciler[policyv1alpha1.AutonomyPolicy, *policyv1alpha1.AutonomyPolicy]{
-		Client: c, Recorder: rec,
+		Client: c, Recorder: rec, Store: store, Resync: statusResync(gw),
 		List: func() client.ObjectList { return &policyv1alpha1.AutonomyPolicyList{} },
 		Items: func(l client.ObjectList) []client.Object {
 			return objects(l.(*policyv1alpha1.AutonomyPolicyList).Items)
@@ -160,7 +199,7 @@ func SetupAll(mgr ctrl.Manager, store *Store) error {
 		return fmt.Errorf("setting up AutonomyPolicy status reconciler: %w", err)
 	}
 	if err := (&PolicyStatusReconciler[policyv1alpha1.ContractPolicy, *policyv1alpha1.ContractPolicy]{
-		Client: c, Recorder: rec,
+		Client: c, Recorder: rec, Store: store, Resync: statusResync(gw),
 		List: func() client.ObjectList { return &policyv1alpha1.ContractPolicyList{} },
 		Items: func(l client.ObjectList) []client.Object {
 			return objects(l.(*policyv1alpha1.ContractPolicyList).Items)
@@ -169,7 +208,7 @@ func SetupAll(mgr ctrl.Manager, store *Store) error {
 		return fmt.Errorf("setting up ContractPolicy status reconciler: %w", err)
 	}
 	if err := (&PolicyStatusReconciler[policyv1alpha1.PluginHook, *policyv1alpha1.PluginHook]{
-		Client: c, Recorder: rec,
+		Client: c, Recorder: rec, Store: store, Resync: statusResync(gw),
 		List: func() client.ObjectList { return &policyv1alpha1.PluginHookList{} },
 		Items: func(l client.ObjectList) []client.Object {
 			return objects(l.(*policyv1alpha1.PluginHookList).Items)
@@ -178,6 +217,15 @@ func SetupAll(mgr ctrl.Manager, store *Store) error {
 		return fmt.Errorf("setting up PluginHook status reconciler: %w", err)
 	}
 	return nil
+}
+
+// statusResync is how often status is recomputed without events: a dropped
+// acknowledgement notification is caught up within it.
+func statusResync(gw GatewayReconciler) time.Duration {
+	if gw.Pusher == nil {
+		return 0
+	}
+	return 2 * time.Minute
 }
 
 // objects returns pointers to the items of a typed list.

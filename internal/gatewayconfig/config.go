@@ -131,6 +131,10 @@ type PluginStdio struct {
 	Env     map[string]string `json:"env,omitempty"`
 }
 
+// PushAudience is the audience of the ServiceAccount token the controller
+// presents when pushing a configuration; gateways accept no other.
+const PushAudience = "toolhooks.dev/gateway-config"
+
 // MaxPluginTimeout bounds a plugin's before-phase timeout.
 const MaxPluginTimeout = 30 * time.Second
 
@@ -308,5 +312,3 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", ErrInvalidSpec, err)
 	}
 }
-
-
