@@ -67,7 +67,7 @@ func BenchmarkBuiltinChain(b *testing.B) {
 	calls := []struct{ name, tool, args string }{
 		{"no path", "web_search", `{"query":"go generics"}`},
 		{"read_file with a 4-segment path", "read_file", `{"path":"src/pkg/sub/main.go"}`},
-		{"3-command shell pipeline", "shell", `{"command":"git log --oneline | grep fix | head -n 5"}`},
+		{"3-command shell pipeline", "shell", `{"command":"git log --oneline | grep fix | head -n 5","cwd":"src"}`},
 	}
 	for _, c := range calls {
 		b.Run(c.name, func(b *testing.B) {

@@ -69,8 +69,9 @@ func TestRegistry(t *testing.T) {
 			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("register = %v, want an error containing %q", err, tt.wantErr)
 			}
-			var names []string
-			for _, e := range r.Entries() {
+			entries := r.Entries()
+			names := make([]string, 0, len(entries))
+			for _, e := range entries {
 				names = append(names, e.Hook.Name())
 			}
 			if fmt.Sprint(names) != fmt.Sprint(tt.wantNames) {

@@ -110,7 +110,7 @@ func (s *SlogSink) Emit(ctx context.Context, r Record) error {
 // AuditLog is the audit hook. Its Before always allows and costs nothing; its
 // After emits the call's one record. Put it first in the hook list so every
 // call, including unknown tools and denials, reaches it.
-type AuditLog struct {
+type AuditLog struct { //nolint:revive // named after the SPEC hook "AuditLog" (its Name()); kept to match the spec and docs
 	sink Sink
 	now  func() time.Time
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"strings"
 	"sync"
@@ -202,9 +203,7 @@ func TestAuditLogWritesExactlyOneRecordPerCall(t *testing.T) {
 				"tool": tt.tool, "sessionId": "sess-1", "channelId": "slack", "senderId": "alice",
 				"correlationId": "corr-9", "streaming": true, "argumentLength": float64(len(tt.args)),
 			}
-			for k, v := range tt.want {
-				want[k] = v
-			}
+			maps.Copy(want, tt.want)
 			for k, v := range want {
 				if !reflect.DeepEqual(rec[k], v) {
 					t.Errorf("%s = %#v, want %#v", k, rec[k], v)

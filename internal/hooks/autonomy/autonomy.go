@@ -639,7 +639,8 @@ func (h *Hook) checkWord(value, glob, base, cmd string) hooks.Verdict {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be expanded: %v.", glob, short(cmd), err))
 	}
 	if len(matches) > maxGlobMatches {
-		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q matches more than %d files.", glob, short(cmd), maxGlobMatches))
+		return hooks.Deny(RuleShellUnverifiable,
+			fmt.Sprintf("Glob %q in shell command %q matches more than %d files.", glob, short(cmd), maxGlobMatches))
 	}
 	for _, m := range matches {
 		if _, v, ok := h.checkPath(m, base); !ok {

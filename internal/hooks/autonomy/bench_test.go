@@ -9,7 +9,7 @@ import (
 )
 
 // benchHook has 20 forbidden globs and 20 shell command globs.
-func benchHook(b *testing.B) (*Hook, fixture) {
+func benchHook(b *testing.B) *Hook {
 	f := newFixture(b)
 	cfg := f.config()
 	cfg.ForbiddenPathGlobs = nil
@@ -21,7 +21,7 @@ func benchHook(b *testing.B) (*Hook, fixture) {
 	cfg.AllowedShellCommands[17] = "cat *"
 	cfg.AllowedShellCommands[18] = "grep *"
 	cfg.AllowedShellCommands[19] = "wc *"
-	return newHook(b, cfg), f
+	return newHook(b, cfg)
 }
 
 func benchBefore(b *testing.B, h *Hook, call *hooks.Call) {
@@ -37,16 +37,16 @@ func benchBefore(b *testing.B, h *Hook, call *hooks.Call) {
 }
 
 func BenchmarkAutonomyNoPath(b *testing.B) {
-	h, _ := benchHook(b)
+	h := benchHook(b)
 	benchBefore(b, h, hooks.NewCall("web_search", `{"query":"golang generics"}`))
 }
 
 func BenchmarkAutonomyReadFile(b *testing.B) {
-	h, _ := benchHook(b)
+	h := benchHook(b)
 	benchBefore(b, h, hooks.NewCall("read_file", `{"path":"src/pkg/sub/x.go"}`))
 }
 
 func BenchmarkAutonomyShellPipeline(b *testing.B) {
-	h, _ := benchHook(b)
+	h := benchHook(b)
 	benchBefore(b, h, hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo | wc -l"}`))
 }

@@ -109,6 +109,29 @@ func FuzzResolveStaysInside(f *testing.F) {
 	})
 }
 
+// checkShellPath fails t when p, a path word of the allowed command cmd,
+// cannot be resolved, resolves outside the workspace ws or is forbidden.
+func checkShellPath(t *testing.T, ws, cmd, what, p string) {
+	t.Helper()
+	if p == "" || strings.HasPrefix(p, "/dev/") {
+		return
+	}
+	full := p
+	if !strings.HasPrefix(full, "/") {
+		full = ws + "/" + p
+	}
+	real, ok := oracleReal(full)
+	if !ok {
+		t.Fatalf("allowed %q: %s %q cannot be resolved", cmd, what, p)
+	}
+	if real != ws && !strings.HasPrefix(real, ws+"/") {
+		t.Fatalf("allowed %q: %s %q resolves to %q outside the workspace", cmd, what, p, real)
+	}
+	if oracleForbidden(ws, real) {
+		t.Fatalf("allowed %q: %s %q is forbidden", cmd, what, p)
+	}
+}
+
 func FuzzShellAllowList(f *testing.F) {
 	for _, s := range []string{"ls", "ls src", "cat src/a.go", "git status", "git status; rm -rf /",
 		"ls && cat ../outside/secret", "cat passwd", "echo $(ls)", "ls > /tmp/x", "cat < .env",
@@ -124,23 +147,7 @@ func FuzzShellAllowList(f *testing.F) {
 	ecfg := &expand.Config{Env: expand.ListEnviron("HOME="+home, "PWD="+fx.ws), ReadDir2: os.ReadDir}
 	check := func(t *testing.T, cmd, what, p string) {
 		t.Helper()
-		if p == "" || strings.HasPrefix(p, "/dev/") {
-			return
-		}
-		full := p
-		if !strings.HasPrefix(full, "/") {
-			full = fx.ws + "/" + p
-		}
-		real, ok := oracleReal(full)
-		if !ok {
-			t.Fatalf("allowed %q: %s %q cannot be resolved", cmd, what, p)
-		}
-		if real != fx.ws && !strings.HasPrefix(real, fx.ws+"/") {
-			t.Fatalf("allowed %q: %s %q resolves to %q outside the workspace", cmd, what, p, real)
-		}
-		if oracleForbidden(fx.ws, real) {
-			t.Fatalf("allowed %q: %s %q is forbidden", cmd, what, p)
-		}
+		checkShellPath(t, fx.ws, cmd, what, p)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
 		start := time.Now()
@@ -163,7 +170,11 @@ func FuzzShellAllowList(f *testing.F) {
 		if err := os.Chdir(fx.ws); err != nil {
 			t.Fatal(err)
 		}
-		defer os.Chdir(wd)
+		defer func() {
+			if err := os.Chdir(wd); err != nil {
+				t.Errorf("restoring the working directory: %v", err)
+			}
+		}()
 		syntax.Walk(file, func(n syntax.Node) bool {
 			switch n := n.(type) {
 			case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ArithmCmd,

@@ -62,7 +62,7 @@ type Config struct {
 // Budgets count executed calls: Before reserves a slot, After commits it, or
 // releases it when the call was denied later in the before phase (a denied
 // call did not execute). The count is exact under any concurrency.
-type ContractScope struct {
+type ContractScope struct { //nolint:revive // named after the SPEC A2 hook "ContractScope"; kept to match the spec and docs
 	name     string
 	resolver Resolver
 	paths    *pathguard.Resolver // nil when no workspace root is configured

@@ -9,17 +9,23 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
+// Reasons given in refusedCommands.
+const (
+	reasonChdir       = "changes the working directory"
+	reasonNestedShell = "starts a nested shell"
+)
+
 // refusedCommands change the directory that relative words are resolved
 // against, or run text this check cannot see; a scoped shell call naming one
 // of them (as any word, conservatively) is denied.
 var refusedCommands = map[string]string{
-	"cd": "changes the working directory", "pushd": "changes the working directory",
-	"popd": "changes the working directory", "eval": "runs text built at run time",
+	"cd": reasonChdir, "pushd": reasonChdir,
+	"popd": reasonChdir, "eval": "runs text built at run time",
 	"source": "runs a script this check cannot see",
-	"sh":     "starts a nested shell", "bash": "starts a nested shell", "dash": "starts a nested shell",
-	"zsh": "starts a nested shell", "ksh": "starts a nested shell", "mksh": "starts a nested shell",
-	"ash": "starts a nested shell", "busybox": "starts a nested shell", "fish": "starts a nested shell",
-	"csh": "starts a nested shell", "tcsh": "starts a nested shell",
+	"sh":     reasonNestedShell, "bash": reasonNestedShell, "dash": reasonNestedShell,
+	"zsh": reasonNestedShell, "ksh": reasonNestedShell, "mksh": reasonNestedShell,
+	"ash": reasonNestedShell, "busybox": reasonNestedShell, "fish": reasonNestedShell,
+	"csh": reasonNestedShell, "tcsh": reasonNestedShell,
 }
 
 // shellPaths returns the words of a shell command that may name paths, for

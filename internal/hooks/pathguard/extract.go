@@ -1,8 +1,9 @@
 package pathguard
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -56,7 +57,7 @@ func Extract(tool string, args map[string]any, keys []string) ([]string, error) 
 		}
 	}
 	if len(out) > 1 {
-		sort.Stable(byKey{out, order})
+		sortByKey(out, order)
 	}
 	return out, nil
 }
@@ -76,19 +77,29 @@ func keyIndex(k string, extra []string) int {
 	return -1
 }
 
-type byKey struct {
-	v []string
-	k []int
+// keyed is a path value with the rank of the key it came from.
+type keyed struct {
+	v string
+	k int
 }
 
-func (b byKey) Len() int { return len(b.v) }
-func (b byKey) Less(i, j int) bool {
-	if b.k[i] != b.k[j] {
-		return b.k[i] < b.k[j]
+// sortByKey stably sorts the parallel slices v and k by rank k, then by
+// value v.
+func sortByKey(v []string, k []int) {
+	pairs := make([]keyed, len(v))
+	for i := range v {
+		pairs[i] = keyed{v: v[i], k: k[i]}
 	}
-	return b.v[i] < b.v[j]
+	slices.SortStableFunc(pairs, func(a, b keyed) int {
+		if c := cmp.Compare(a.k, b.k); c != 0 {
+			return c
+		}
+		return strings.Compare(a.v, b.v)
+	})
+	for i, p := range pairs {
+		v[i], k[i] = p.v, p.k
+	}
 }
-func (b byKey) Swap(i, j int) { b.v[i], b.v[j] = b.v[j], b.v[i]; b.k[i], b.k[j] = b.k[j], b.k[i] }
 
 func typeName(v any) string {
 	switch v.(type) {

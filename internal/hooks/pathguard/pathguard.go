@@ -73,7 +73,7 @@ func NewResolver(root string) (*Resolver, error) {
 		return nil, fmt.Errorf("workspace root %q: %w", root, err)
 	}
 	names, err := f.Readdirnames(64)
-	f.Close()
+	_ = f.Close() // read-only directory handle: a Close error cannot lose data
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("workspace root %q: %w", root, err)
 	}
@@ -236,11 +236,8 @@ func walk(p string) (string, error) {
 
 // nextComponent splits off the first slash-separated component of p.
 func nextComponent(p string) (string, string) {
-	i := strings.IndexByte(p, '/')
-	if i < 0 {
-		return p, ""
-	}
-	return p[:i], p[i+1:]
+	first, rest, _ := strings.Cut(p, "/")
+	return first, rest
 }
 
 // Within reports whether path equals dir or lies under it, comparing whole

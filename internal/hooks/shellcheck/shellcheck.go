@@ -357,25 +357,9 @@ func literal(w *syntax.Word) (word, wordKind) {
 				s := src(w)
 				return word{value: s, src: s}, kindDynamic
 			}
-			for _, q := range p.Parts {
-				l, ok := q.(*syntax.Lit)
-				if !ok {
-					s := src(w)
-					return word{value: s, src: s}, kindDynamic
-				}
-				v := l.Value
-				for i := 0; i < len(v); i++ {
-					c := v[i]
-					if c == '\\' && i+1 < len(v) && strings.IndexByte("$`\"\\\n", v[i+1]) >= 0 {
-						i++
-						if v[i] == '\n' {
-							continue
-						}
-						c = v[i]
-					}
-					val.WriteByte(c)
-					quoteGlob(c)
-				}
+			if !writeDblQuoted(p.Parts, &val, quoteGlob) {
+				s := src(w)
+				return word{value: s, src: s}, kindDynamic
 			}
 		default: // ParamExp, CmdSubst, ArithmExp, ProcSubst inside a word, ExtGlob
 			s := src(w)
@@ -391,6 +375,32 @@ func literal(w *syntax.Word) (word, wordKind) {
 	return out, kind
 }
 
+// writeDblQuoted writes the value of the parts of a double-quoted string to
+// val, and each byte to quoteGlob. It reports false, having written part of
+// the value, when a part is not a literal.
+func writeDblQuoted(parts []syntax.WordPart, val *strings.Builder, quoteGlob func(byte)) bool {
+	for _, q := range parts {
+		l, ok := q.(*syntax.Lit)
+		if !ok {
+			return false
+		}
+		v := l.Value
+		for i := 0; i < len(v); i++ {
+			c := v[i]
+			if c == '\\' && i+1 < len(v) && strings.IndexByte("$`\"\\\n", v[i+1]) >= 0 {
+				i++
+				if v[i] == '\n' {
+					continue
+				}
+				c = v[i]
+			}
+			val.WriteByte(c)
+			quoteGlob(c)
+		}
+	}
+	return true
+}
+
 // src prints a node back as shell source.
 func src(n syntax.Node) string {
 	var b strings.Builder
@@ -401,8 +411,8 @@ func src(n syntax.Node) string {
 }
 
 func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i] + " ..."
+	if first, _, ok := strings.Cut(s, "\n"); ok {
+		return first + " ..."
 	}
 	return s
 }
@@ -471,23 +481,15 @@ func (a *analyzer) command(argv []word, wrapped bool, depth int) {
 		a.unverifiable("the builtin %q changes the shell's behaviour at run time", base)
 	case "set":
 		a.setBuiltin(cmd.Text, args)
-	case "test", "[", "printf", "read", "unset", "wait", "getopts":
-		for _, w := range args {
-			if strings.IndexByte(w.value, '[') >= 0 || (base != "printf" && w.value == "-v") {
-				a.unverifiable("%q may evaluate an array subscript or variable name as code", cmd.Text)
-				break
-			}
-		}
-		if base == "printf" && len(args) > 0 && strings.HasPrefix(args[0].value, "-v") {
-			a.unverifiable("%q assigns a variable", cmd.Text)
-		}
+	case "test", "[", builtinPrintf, "read", "unset", "wait", "getopts":
+		a.subscriptBuiltin(cmd.Text, base, args)
 	case "cd", "pushd":
 		a.cd(cmd.Text, args)
 	case "popd":
 	case "exec":
 		a.exec(cmd.Text, args, depth)
 	case "command", "builtin":
-		a.commandBuiltin(base, args, depth)
+		a.commandBuiltin(args, depth)
 	case "env":
 		a.env(cmd.Text, args, depth)
 	case "nohup", "setsid", "time":
@@ -520,16 +522,38 @@ func (a *analyzer) command(argv []word, wrapped bool, depth int) {
 	case "find":
 		a.find(cmd.Text, args, depth)
 	case "git":
-		for _, w := range args {
-			if w.value == "-c" || strings.HasPrefix(w.value, "--config-env") || strings.HasPrefix(w.value, "--exec-path") {
-				a.unverifiable("%q sets git configuration, which can run arbitrary commands", cmd.Text)
-				break
-			}
-		}
+		a.git(cmd.Text, args)
 	case "sh", "bash", "dash", "ash", "ksh", "mksh", "rbash":
 		a.shell(cmd.Text, args, depth)
 	case "zsh", "fish", "csh", "tcsh", "ksh93", "busybox", "pwsh", "nu", "elvish", "xonsh":
 		a.unverifiable("%q runs a shell whose language is not analysed", cmd.Text)
+	}
+}
+
+// builtinPrintf is the printf builtin, whose -v option assigns a variable.
+const builtinPrintf = "printf"
+
+// subscriptBuiltin checks the builtins base (test, [, printf, read, unset,
+// wait, getopts) that may evaluate an array subscript or a variable name.
+func (a *analyzer) subscriptBuiltin(text, base string, args []word) {
+	for _, w := range args {
+		if strings.IndexByte(w.value, '[') >= 0 || (base != builtinPrintf && w.value == "-v") {
+			a.unverifiable("%q may evaluate an array subscript or variable name as code", text)
+			break
+		}
+	}
+	if base == builtinPrintf && len(args) > 0 && strings.HasPrefix(args[0].value, "-v") {
+		a.unverifiable("%q assigns a variable", text)
+	}
+}
+
+// git reports git options that set configuration.
+func (a *analyzer) git(text string, args []word) {
+	for _, w := range args {
+		if w.value == "-c" || strings.HasPrefix(w.value, "--config-env") || strings.HasPrefix(w.value, "--exec-path") {
+			a.unverifiable("%q sets git configuration, which can run arbitrary commands", text)
+			break
+		}
 	}
 }
 
@@ -560,11 +584,10 @@ func derived(v string) []string {
 			out = append(out, s)
 		}
 	}
-	if i := strings.IndexByte(v, '='); i >= 0 {
-		val := v[i+1:]
+	if _, val, ok := strings.Cut(v, "="); ok {
 		add(val)
 		if strings.IndexByte(val, ':') >= 0 {
-			for _, p := range strings.Split(val, ":") {
+			for p := range strings.SplitSeq(val, ":") {
 				add(p)
 			}
 		}
@@ -572,7 +595,7 @@ func derived(v string) []string {
 	if len(v) > 2 && v[0] == '-' && v[1] != '-' {
 		for i := 1; i < len(v); i++ {
 			c := v[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			if !isAlnum(c) {
 				if strings.ContainsAny(v[i:], "/.~") && c != '=' {
 					add(v[i:])
 				}
@@ -586,10 +609,15 @@ func derived(v string) []string {
 	if strings.HasPrefix(v, "@") {
 		add(v[1:])
 	}
-	if i := strings.Index(v, "file://"); i >= 0 {
-		add(v[i+len("file://"):])
+	if _, after, ok := strings.Cut(v, "file://"); ok {
+		add(after)
 	}
 	return out
+}
+
+// isAlnum reports whether c is an ASCII letter or digit.
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // skipOpts drops leading options (those in withArg take a value, either
@@ -604,7 +632,7 @@ func skipOpts(args []word, withArg map[string]bool) []word {
 			return args
 		}
 		if strings.HasPrefix(v, "--") {
-			if i := strings.IndexByte(v, '='); i >= 0 {
+			if strings.Contains(v, "=") {
 				args = args[1:]
 				continue
 			}
@@ -674,7 +702,7 @@ func (a *analyzer) exec(text string, args []word, depth int) {
 	a.inner(rest, depth)
 }
 
-func (a *analyzer) commandBuiltin(base string, args []word, depth int) {
+func (a *analyzer) commandBuiltin(args []word, depth int) {
 	for _, w := range args {
 		if w.value == "-v" || w.value == "-V" {
 			return // lookup only
@@ -724,7 +752,8 @@ func (a *analyzer) sudo(text string, args []word, depth int) {
 	rest := skipOpts(args, withArg)
 	for _, w := range args[:len(args)-len(rest)] {
 		v := w.value
-		if v == "-D" || strings.HasPrefix(v, "--chdir") || (!strings.HasPrefix(v, "--") && strings.HasPrefix(v, "-") && strings.ContainsAny(v[1:], "isDe")) ||
+		if v == "-D" || strings.HasPrefix(v, "--chdir") ||
+			(!strings.HasPrefix(v, "--") && strings.HasPrefix(v, "-") && strings.ContainsAny(v[1:], "isDe")) ||
 			v == "--login" || v == "--shell" || v == "--edit" {
 			a.unverifiable("%q changes directory, starts a shell or edits files as another user", text)
 			return
@@ -825,8 +854,8 @@ func (a *analyzer) shell(text string, args []word, depth int) {
 // from it.
 func (a *analyzer) dropWord(v string) {
 	ws := a.res.Words
-	for i := len(ws) - 1; i >= 0; i-- {
-		if ws[i].Value == v {
+	for i, w := range slices.Backward(ws) {
+		if w.Value == v {
 			n := 1 + len(derived(v))
 			if i+n <= len(ws) {
 				a.res.Words = append(ws[:i], ws[i+n:]...)

@@ -8,7 +8,7 @@ import (
 )
 
 func texts(a *Analysis) []string {
-	var out []string
+	out := make([]string, 0, len(a.Commands))
 	for _, c := range a.Commands {
 		out = append(out, c.Text)
 	}
@@ -75,7 +75,8 @@ func TestAnalyzeWordsAndRedirects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var words, redirs []string
+	words := make([]string, 0, len(a.Words))
+	redirs := make([]string, 0, len(a.Redirects))
 	for _, w := range a.Words {
 		words = append(words, w.Value)
 	}
