@@ -1,0 +1,174 @@
+// Command gateway runs the toolhooks gateway: it executes agents' tool calls
+// through the hook chain pushed by the controller, or, with --policies, loaded
+// from policy files (standalone mode). Audit records go to stdout as JSON
+// lines, logs to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+// flags are the command line.
+type flags struct {
+	listen          string
+	workspace       string
+	policies        string
+	namespace       string
+	labels          map[string]string
+	toolTimeout     time.Duration
+	staticTokenFile string
+	shutdownTimeout time.Duration
+	kube            kubeFlags
+}
+
+func parseFlags(args []string, stderr io.Writer) (flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.listen, "listen", ":8080", "HTTP listen address")
+	fs.StringVar(&f.workspace, "workspace", "", "workspace directory the built-in tools operate in (required)")
+	fs.StringVar(&f.policies, "policies", "", "standalone mode: load policy YAML files from this directory and reload them on change")
+	fs.StringVar(&f.namespace, "namespace", "default", "standalone mode: the gateway's namespace; only policies in it apply")
+	labels := fs.String("labels", "", "standalone mode: the gateway's labels as k=v,k2=v2, matched by gatewaySelectors")
+	fs.DurationVar(&f.toolTimeout, "tool-timeout", hooks.DefaultToolTimeout, "how long a tool may run (0 for no limit)")
+	fs.StringVar(&f.staticTokenFile, "static-token-file", "", "accept configuration pushes bearing the token in this file (standalone use)")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for calls in flight on shutdown")
+	f.kube.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if f.workspace == "" {
+		return f, errors.New("--workspace is required")
+	}
+	abs, err := filepath.Abs(f.workspace)
+	if err != nil {
+		return f, fmt.Errorf("--workspace: %w", err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return f, fmt.Errorf("--workspace %s is not an existing directory", f.workspace)
+	}
+	f.workspace = abs
+	if f.labels, err = parseLabels(*labels); err != nil {
+		return f, fmt.Errorf("--labels: %w", err)
+	}
+	if f.toolTimeout == 0 {
+		f.toolTimeout = -1 // gateway.Options: negative means none
+	}
+	return f, nil
+}
+
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for kv := range strings.SplitSeq(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not key=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// run wires the gateway and serves until ctx ends.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	opts := gateway.Options{
+		Workspace:   f.workspace,
+		ToolTimeout: f.toolTimeout,
+		Audit:       audit.NewJSONSink(stdout),
+		Logger:      log,
+	}
+	if f.staticTokenFile != "" {
+		tok, err := gateway.LoadStaticToken(f.staticTokenFile)
+		if err != nil {
+			return err
+		}
+		opts.Authenticator = tok
+	}
+	if f.kube.enabled() {
+		if f.staticTokenFile != "" {
+			return errors.New("--static-token-file is for standalone use; it cannot be combined with cluster mode")
+		}
+		stopKube, err := f.kube.setup(ctx, &opts, log)
+		if err != nil {
+			return err
+		}
+		defer stopKube()
+	}
+	srv, err := gateway.New(opts)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute, // the request only; tools may run longer (no WriteTimeout)
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("Gateway listening", "address", ln.Addr().String(), "workspace", f.workspace,
+		"standalone", f.policies != "", "pushes", opts.Authenticator != nil)
+
+	if f.policies != "" {
+		go func() {
+			_ = srv.RunStandalone(ctx, gateway.StandaloneOptions{Dir: f.policies, Namespace: f.namespace, Labels: f.labels})
+		}()
+	}
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("Shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestParseFlags(t *testing.T) {
+	ws := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no workspace", nil, "--workspace is required"},
+		{"a missing workspace", []string{"--workspace", filepath.Join(ws, "nope")}, "is not an existing directory"},
+		{"bad labels", []string{"--workspace", ws, "--labels", "a=b,c"}, `--labels: "c" is not key=value`},
+		{"stray arguments", []string{"--workspace", ws, "extra"}, "unexpected arguments: extra"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseFlags(tc.args, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	f, err := parseFlags([]string{"--workspace", ws, "--labels", "app=gw, track=canary", "--tool-timeout", "0"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.listen != ":8080" || f.namespace != "default" || f.labels["track"] != "canary" || f.labels["app"] != "gw" || f.toolTimeout >= 0 {
+		t.Errorf("flags %+v", f)
+	}
+}
+
+// TestTheGatewayBinaryEnforcesPolicyFiles builds cmd/gateway, runs it in
+// standalone mode on loopback and makes a denied and an allowed call.
+func TestTheGatewayBinaryEnforcesPolicyFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "gateway")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ws := filepath.Join(tmp, "workspace")
+	policies := filepath.Join(tmp, "policies")
+	for _, d := range []string{ws, policies} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "id.pem"), []byte("key\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(policies, "agent.yaml"), []byte(`apiVersion: policy.toolhooks.dev/v1alpha1
+kind: AutonomyPolicy
+metadata: {name: agent, namespace: team}
+spec:
+  workspace: {root: `+ws+`, only: true}
+  forbiddenPathGlobs: ["**/*.pem"]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	g := startGateway(t, bin, "--listen", "127.0.0.1:0", "--workspace", ws, "--policies", policies, "--namespace", "team")
+	base := g.base
+
+	call := func(args string) map[string]any {
+		t.Helper()
+		body := `{"sessionId":"s1","senderId":"agent","tool":"read_file","arguments":` + args + `}`
+		resp, err := http.Post(base+"/v1/tool-calls", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	denied := call(`{"path":"id.pem"}`)
+	if denied["status"] != "denied" || denied["result"] != "Tool execution denied by hook: AutonomyPolicy/team/agent" {
+		t.Errorf("denied call: %v", denied)
+	}
+	if d, _ := denied["denial"].(map[string]any); d == nil || fmt.Sprint(d["policy"]) != "map[kind:AutonomyPolicy name:agent namespace:team]" {
+		t.Errorf("denial: %v", denied["denial"])
+	}
+	allowed := call(`{"path":"notes.txt"}`)
+	if allowed["status"] != "succeeded" || allowed["result"] != "hello\n" {
+		t.Errorf("allowed call: %v", allowed)
+	}
+
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.wait(); err != nil {
+		t.Errorf("the gateway exited with %v after SIGTERM", err)
+	}
+	// One JSON audit record per call on stdout.
+	var n int
+	for line := range strings.SplitSeq(strings.TrimSpace(g.stdout.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("stdout line %q is not JSON: %v", line, err)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Errorf("got %d audit records on stdout, want 2:\n%s", n, g.stdout.String())
+	}
+}
+
+// gatewayProcess is a running gateway binary.
+type gatewayProcess struct {
+	cmd    *exec.Cmd
+	base   string
+	stdout *bytes.Buffer
+	wait   func() error
+}
+
+// startGateway starts the binary, learns its address from its log and waits
+// until it is ready; the process is killed at the end of the test.
+func startGateway(t *testing.T, bin string, args ...string) *gatewayProcess {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	var exitErr error
+	gotExit := false
+	wait := func() error {
+		if !gotExit {
+			exitErr, gotExit = <-exited, true
+		}
+		return exitErr
+	}
+	t.Cleanup(func() {
+		if !gotExit {
+			_ = cmd.Process.Kill()
+			_ = wait()
+		}
+	})
+
+	// The gateway logs its address; read the log until it does, then keep draining it.
+	addrRe := regexp.MustCompile(`msg="Gateway listening" address=(\S+)`)
+	lines := bufio.NewScanner(stderr)
+	var logs strings.Builder
+	addr := ""
+	for addr == "" && lines.Scan() {
+		logs.WriteString(lines.Text() + "\n")
+		if m := addrRe.FindStringSubmatch(lines.Text()); m != nil {
+			addr = m[1]
+		}
+	}
+	go func() {
+		for lines.Scan() {
+		}
+		exited <- cmd.Wait()
+	}()
+	if addr == "" {
+		t.Fatalf("the gateway did not log its address:\n%s", logs.String())
+	}
+
+	base := "http://" + addr
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway never became ready")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	return &gatewayProcess{cmd: cmd, base: base, stdout: &stdout, wait: wait}
+}

@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks"
+)
+
+// Errors Apply returns, for errors.Is.
+var (
+	// ErrInvalidConfig: the configuration does not validate or build.
+	ErrInvalidConfig = errors.New("invalid configuration")
+	// ErrStaleConfig: the configuration was issued before the one in force.
+	ErrStaleConfig = errors.New("stale configuration")
+)
+
+// ApplyResult says what Apply did.
+type ApplyResult struct {
+	ConfigStatus
+	// Changed is false when the revision was already in force (a no-op).
+	Changed bool `json:"changed"`
+}
+
+// Apply puts cfg in force, as a push does: it validates cfg, rejects it when
+// it was issued before the configuration in force (cfg.IssuedAt is older),
+// does nothing when its revision is already in force, and otherwise builds a
+// new executor and swaps it in atomically. On any error the configuration in
+// force stays. An empty cfg.Revision is computed. source names the origin in
+// logs ("push", "standalone").
+func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source string) (ApplyResult, error) {
+	if cfg == nil {
+		return ApplyResult{}, fmt.Errorf("%w: no configuration", ErrInvalidConfig)
+	}
+	if cfg.Revision == "" {
+		cfg.Revision = gatewayconfig.ComputeRevision(cfg.Hooks)
+	}
+	if err := cfg.Validate(); err != nil {
+		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	cur := s.cur.Load()
+	if cur.cfg != nil {
+		if cfg.IssuedAt < cur.cfg.IssuedAt {
+			return ApplyResult{ConfigStatus: s.Status()}, fmt.Errorf(
+				"%w: issued at %d, before the configuration in force (revision %s, issued at %d)",
+				ErrStaleConfig, cfg.IssuedAt, cur.cfg.Revision, cur.cfg.IssuedAt)
+		}
+		if cfg.Revision == cur.cfg.Revision {
+			if cfg.IssuedAt > cur.cfg.IssuedAt {
+				next := *cur.cfg
+				next.IssuedAt = cfg.IssuedAt
+				s.cur.Store(&active{exec: cur.exec, cfg: &next, appliedAt: cur.appliedAt})
+				s.metrics.setConfig(&next)
+			}
+			return ApplyResult{ConfigStatus: s.Status()}, nil
+		}
+	}
+	entries, err := gatewayconfig.Build(cfg, gatewayconfig.BuildOptions{
+		Workspace: s.opts.Workspace,
+		Audit:     s.opts.Audit,
+		State:     s.state,
+		Plugins:   s.opts.Plugins,
+	})
+	if err != nil {
+		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	exec, err := hooks.NewExecutor(entries, s.tools, hooks.WithToolTimeout(s.opts.ToolTimeout), hooks.WithLogger(s.log))
+	if err != nil {
+		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	own := *cfg
+	own.Hooks = append([]gatewayconfig.Hook(nil), cfg.Hooks...)
+	s.metrics.setConfig(&own)
+	s.cur.Store(&active{exec: exec, cfg: &own, appliedAt: time.Now()})
+	s.state.Retain(&own)
+	prev := ""
+	if cur.cfg != nil {
+		prev = cur.cfg.Revision
+	}
+	s.log.InfoContext(ctx, "Configuration applied", "source", source, "revision", own.Revision,
+		"previousRevision", prev, "issuedAt", own.IssuedAt, "hooks", len(own.Hooks))
+	return ApplyResult{ConfigStatus: s.Status(), Changed: true}, nil
+}

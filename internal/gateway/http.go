@@ -1,0 +1,238 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks"
+)
+
+// API names (the api label of toolhooks_decision_duration_seconds).
+const (
+	apiToolCalls = "tool-calls"
+	apiDecisions = "decisions"
+)
+
+// routes builds the HTTP API. Every answer but /metrics and /healthz is
+// JSON; errors are {"error": "..."}. GET /v1/config is not authenticated: it
+// reveals only the revision, issue time and hook count, which the controller
+// reads to detect restarted pods.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/tool-calls", s.handleToolCall)
+	mux.HandleFunc("POST /v1/decisions", s.handleDecision)
+	mux.HandleFunc("PUT /v1/config", s.handlePutConfig)
+	mux.HandleFunc("GET /v1/config", s.handleGetConfig)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", s.handleReady)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{Registry: s.opts.Registry}))
+	// The same paths with any other method: 405 with a JSON body.
+	for path, allow := range map[string]string{
+		"/v1/tool-calls": http.MethodPost, "/v1/decisions": http.MethodPost, "/v1/config": "GET, PUT",
+		"/healthz": http.MethodGet, "/readyz": http.MethodGet, "/metrics": http.MethodGet,
+	} {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s (allowed: %s)", r.Method, path, allow))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s", r.URL.Path))
+	})
+	return s.recoverer(mux)
+}
+
+// recoverer answers 500 instead of dropping the connection when a handler panics.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			rec := recover()
+			if rec == nil {
+				return
+			}
+			if rec == http.ErrAbortHandler { //nolint:errorlint // sentinel compared as net/http does
+				panic(rec)
+			}
+			s.log.ErrorContext(r.Context(), "Handler panicked", "method", r.Method, "path", r.URL.Path,
+				"panic", rec, "stack", string(debug.Stack()))
+			writeError(w, http.StatusInternalServerError, "internal error")
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) {
+	call, ok := s.decodeCall(w, r)
+	if !ok {
+		return
+	}
+	a := s.cur.Load()
+	start := time.Now()
+	var res hooks.Result
+	if a.cfg == nil {
+		res = a.exec.Evaluate(r.Context(), call) // the no-policy chain denies without looking the tool up
+	} else {
+		res = a.exec.Execute(r.Context(), call)
+	}
+	s.record(apiToolCalls, call, &res, time.Since(start)-res.Duration)
+	writeJSON(w, http.StatusOK, ToolCallResponse{
+		Status:     string(res.Status),
+		Result:     res.Output,
+		Denial:     denialOf(res.Denial),
+		Warnings:   warningsOf(res.Warnings),
+		DurationMs: millis(res.Duration),
+	})
+}
+
+func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
+	call, ok := s.decodeCall(w, r)
+	if !ok {
+		return
+	}
+	start := time.Now()
+	res := s.cur.Load().exec.Evaluate(r.Context(), call)
+	s.record(apiDecisions, call, &res, time.Since(start))
+	writeJSON(w, http.StatusOK, DecisionResponse{
+		Allowed:  res.Status == hooks.StatusAllowed,
+		Denial:   denialOf(res.Denial),
+		Warnings: warningsOf(res.Warnings),
+	})
+}
+
+// record counts a call and hands its denials to the sink.
+func (s *Server) record(api string, call *hooks.Call, res *hooks.Result, hookTime time.Duration) {
+	s.metrics.observe(api, call, res, hookTime)
+	s.denials.report(call, res)
+}
+
+// decodeCall reads a ToolCallRequest, answering 4xx itself when it cannot.
+func (s *Server) decodeCall(w http.ResponseWriter, r *http.Request) (*hooks.Call, bool) {
+	var req ToolCallRequest
+	if status, err := s.decodeBody(w, r, &req); err != nil {
+		writeError(w, status, err.Error())
+		return nil, false
+	}
+	if req.Tool == "" {
+		writeError(w, http.StatusBadRequest, "tool is required")
+		return nil, false
+	}
+	return req.call(), true
+}
+
+// decodeBody requires Content-Type application/json and decodes one JSON value with no unknown fields and nothing after
+// it from a body of at most MaxBodyBytes, returning the status to answer on error.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) (int, error) {
+	// Requiring application/json makes a browser preflight any cross-origin
+	// request, which the gateway never approves: a web page cannot make a
+	// local gateway run tools (CSRF).
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return http.StatusUnsupportedMediaType, fmt.Errorf("content type %q is not supported; send application/json", ct)
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, err2 := dec.Token(); !errors.Is(err2, io.EOF) {
+			err = errors.New("unexpected data after the JSON object")
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &tooBig):
+		return http.StatusRequestEntityTooLarge, fmt.Errorf("request body is larger than %d bytes", tooBig.Limit)
+	case errors.Is(err, io.EOF):
+		return http.StatusBadRequest, errors.New("request body is empty; send a JSON object")
+	default:
+		return http.StatusBadRequest, fmt.Errorf("malformed JSON body: %w", err)
+	}
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
+	st := s.Status()
+	if st.Revision == "" {
+		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Reason: NoPolicyReason})
+		return
+	}
+	writeJSON(w, http.StatusOK, ReadyResponse{Ready: true, Revision: st.Revision})
+}
+
+func (s *Server) handleGetConfig(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.Status())
+}
+
+func (s *Server) handlePutConfig(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if s.opts.Authenticator == nil {
+		s.reject(w, r, http.StatusForbidden, RejectForbidden, "", errors.New("configuration pushes are disabled: no authenticator is configured"))
+		return
+	}
+	identity, err := s.opts.Authenticator.Authenticate(r)
+	if err != nil {
+		if errors.Is(err, ErrForbidden) {
+			s.reject(w, r, http.StatusForbidden, RejectForbidden, identity, err)
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolhooks-gateway"`)
+			s.reject(w, r, http.StatusUnauthorized, RejectUnauthenticated, identity, err)
+		}
+		return
+	}
+	var cfg gatewayconfig.Config
+	if status, err := s.decodeBody(w, r, &cfg); err != nil {
+		reason := RejectMalformed
+		if status == http.StatusRequestEntityTooLarge {
+			reason = RejectTooLarge
+		}
+		s.reject(w, r, status, reason, identity, err)
+		return
+	}
+	res, err := s.Apply(ctx, &cfg, "push")
+	switch {
+	case errors.Is(err, ErrStaleConfig):
+		s.reject(w, r, http.StatusConflict, RejectStale, identity, err)
+	case err != nil:
+		s.reject(w, r, http.StatusUnprocessableEntity, RejectInvalid, identity, err)
+	default:
+		if res.Changed {
+			s.log.InfoContext(ctx, "Configuration pushed", "identity", identity, "revision", res.Revision)
+		}
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// reject answers a refused push, counts and logs it.
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, status int, reason, identity string, err error) {
+	s.metrics.rejections.WithLabelValues(reason).Inc()
+	s.log.WarnContext(r.Context(), "Configuration push rejected", "reason", reason, "status", status,
+		"identity", identity, "remoteAddr", r.RemoteAddr, "error", err)
+	writeError(w, status, "configuration rejected: "+err.Error())
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error: encoding the response"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, ErrorResponse{Error: msg})
+}

@@ -1,0 +1,249 @@
+package gateway
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks"
+)
+
+// OtherLabel is the label value of every tool or hook name that is not known
+// to the gateway, or that came after MaxLabelValues distinct names.
+const OtherLabel = "other"
+
+// MaxLabelValues bounds how many distinct tool and hook names each appear as
+// label values over the gateway's lifetime.
+const MaxLabelValues = 256
+
+// Push rejection reasons (the reason label of toolhooks_config_push_rejections_total).
+const (
+	RejectUnauthenticated = "unauthenticated"
+	RejectForbidden       = "forbidden"
+	RejectMalformed       = "malformed"
+	RejectTooLarge        = "too_large"
+	RejectInvalid         = "invalid"
+	RejectStale           = "stale"
+	RejectPolicyFiles     = "policy_files" // standalone mode: the policy files do not load or compile
+)
+
+// Metric label names.
+const (
+	labelTool = "tool"
+	labelHook = "hook"
+)
+
+// NewRegistry returns a registry with the Go and process collectors, for
+// Options.Registry.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// metrics are the gateway's Prometheus metrics. Tool and hook labels are
+// bounded: see boundedLabel.
+type metrics struct {
+	calls          *prometheus.CounterVec
+	denials        *prometheus.CounterVec
+	warnings       *prometheus.CounterVec
+	decision       *prometheus.HistogramVec
+	toolDuration   *prometheus.HistogramVec
+	revision       *prometheus.GaugeVec
+	issuedAt       prometheus.Gauge
+	hooks          prometheus.Gauge
+	rejections     *prometheus.CounterVec
+	droppedDenials prometheus.Counter
+
+	tools     *boundedLabel
+	hookNames *boundedLabel
+	builtins  []string
+
+	mu          sync.Mutex
+	revisionSet string
+}
+
+func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error) {
+	m := &metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolhooks_tool_calls_total",
+			Help: "Tool calls and decisions by tool and outcome (allowed, denied, succeeded, failed, timed_out, " +
+				"unknown_tool). Tools unknown to the gateway count as \"other\".",
+		}, []string{labelTool, "outcome"}),
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolhooks_denials_total",
+			Help: "Denied calls by tool and deciding hook.",
+		}, []string{labelTool, labelHook}),
+		warnings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolhooks_warnings_total",
+			Help: "Would-be denials of hooks in warn (dry-run) mode, by tool and hook.",
+		}, []string{labelTool, labelHook}),
+		decision: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "toolhooks_decision_duration_seconds",
+			Help:    "Time spent in the hook chain per call (before and after phases, excluding the tool), by API (tool-calls or decisions).",
+			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1, 5},
+		}, []string{"api"}),
+		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "toolhooks_tool_duration_seconds",
+			Help:    "Time tools ran, by tool.",
+			Buckets: prometheus.ExponentialBuckets(.001, 4, 10),
+		}, []string{labelTool}),
+		revision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "toolhooks_config_revision_info",
+			Help: "1 for the revision of the configuration in force (no series before the first configuration).",
+		}, []string{"revision"}),
+		issuedAt: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolhooks_config_issued_at_seconds",
+			Help: "When the configuration in force was issued, in Unix seconds (0 before the first configuration).",
+		}),
+		hooks: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolhooks_config_hooks",
+			Help: "Length of the hook list in force.",
+		}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolhooks_config_push_rejections_total",
+			Help: "Configuration pushes (and standalone reloads) rejected, by reason.",
+		}, []string{"reason"}),
+		droppedDenials: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolhooks_denial_events_dropped_total",
+			Help: "Denials not handed to the denial sink because its queue was full.",
+		}),
+		tools:     newBoundedLabel(MaxLabelValues),
+		hookNames: newBoundedLabel(MaxLabelValues),
+		builtins:  toolNames,
+	}
+	for _, c := range []prometheus.Collector{m.calls, m.denials, m.warnings, m.decision, m.toolDuration, m.revision,
+		m.issuedAt, m.hooks, m.rejections, m.droppedDenials} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range []string{RejectUnauthenticated, RejectForbidden, RejectMalformed, RejectTooLarge,
+		RejectInvalid, RejectStale, RejectPolicyFiles} {
+		m.rejections.WithLabelValues(r)
+	}
+	m.tools.setKnown(toolNames)
+	m.hookNames.setKnown([]string{GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName})
+	return m, nil
+}
+
+// setConfig records cfg as in force and makes its hook and tool names known label values.
+func (m *metrics) setConfig(cfg *gatewayconfig.Config) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.revisionSet != cfg.Revision {
+		m.revision.Reset()
+		m.revision.WithLabelValues(cfg.Revision).Set(1)
+		m.revisionSet = cfg.Revision
+	}
+	m.issuedAt.Set(float64(cfg.IssuedAt) / float64(time.Second))
+	m.hooks.Set(float64(len(cfg.Hooks)))
+	names := make([]string, 0, 3+len(cfg.Hooks))
+	names = append(names, GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName)
+	for _, h := range cfg.Hooks {
+		names = append(names, h.Name)
+	}
+	m.hookNames.setKnown(names)
+	m.tools.setKnown(append(append([]string(nil), m.builtins...), configuredTools(cfg)...))
+}
+
+// observe counts one call.
+func (m *metrics) observe(api string, call *hooks.Call, res *hooks.Result, hookTime time.Duration) {
+	tool := m.tools.value(call.Tool)
+	m.calls.WithLabelValues(tool, string(res.Status)).Inc()
+	m.decision.WithLabelValues(api).Observe(hookTime.Seconds())
+	if res.Denial != nil {
+		m.denials.WithLabelValues(tool, m.hookNames.value(res.Denial.Hook)).Inc()
+	}
+	for _, w := range res.Warnings {
+		m.warnings.WithLabelValues(tool, m.hookNames.value(w.Hook)).Inc()
+	}
+	if res.Status == hooks.StatusSucceeded || res.Status == hooks.StatusFailed || res.Status == hooks.StatusTimedOut {
+		m.toolDuration.WithLabelValues(tool).Observe(res.Duration.Seconds())
+	}
+}
+
+// configuredTools are the exact tool names (not globs) a configuration names.
+func configuredTools(cfg *gatewayconfig.Config) []string {
+	var out []string
+	add := func(names ...string) {
+		for _, n := range names {
+			if n != "" && !strings.ContainsAny(n, `*?[]{}\`) {
+				out = append(out, n)
+			}
+		}
+	}
+	for _, h := range cfg.Hooks {
+		if a := h.Autonomy; a != nil {
+			add(a.ToolAllow...)
+			add(a.ToolDeny...)
+			add(a.ReadOnlyTools...)
+			for t := range a.PathArgs {
+				add(t)
+			}
+		}
+		if c := h.Contract; c != nil {
+			for _, cp := range c.ScopedCapabilities {
+				add(cp.Tool)
+			}
+			for _, r := range c.RateLimits {
+				add(r.Tools)
+			}
+		}
+		if p := h.Plugin; p != nil {
+			add(p.Tools...)
+		}
+	}
+	return out
+}
+
+// boundedLabel maps names to label values: a name currently known appears as
+// itself while fewer than max distinct names have appeared, every other name
+// as OtherLabel. So the label's cardinality never exceeds max+1 whatever
+// callers send.
+type boundedLabel struct {
+	mu      sync.RWMutex
+	known   map[string]bool
+	emitted map[string]bool
+	max     int
+}
+
+func newBoundedLabel(max int) *boundedLabel {
+	return &boundedLabel{known: map[string]bool{}, emitted: map[string]bool{}, max: max}
+}
+
+func (b *boundedLabel) setKnown(names []string) {
+	known := make(map[string]bool, len(names))
+	for _, n := range names {
+		known[n] = true
+	}
+	b.mu.Lock()
+	b.known = known
+	b.mu.Unlock()
+}
+
+func (b *boundedLabel) value(name string) string {
+	b.mu.RLock()
+	known, emitted := b.known[name], b.emitted[name]
+	b.mu.RUnlock()
+	switch {
+	case !known:
+		return OtherLabel
+	case emitted:
+		return name
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.emitted[name] {
+		return name
+	}
+	if len(b.emitted) >= b.max {
+		return OtherLabel
+	}
+	b.emitted[name] = true
+	return name
+}

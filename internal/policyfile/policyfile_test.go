@@ -1,0 +1,217 @@
+package policyfile_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
+	"github.com/toolhooks/toolhooks/internal/compile"
+	"github.com/toolhooks/toolhooks/internal/policyfile"
+)
+
+const autonomyDoc = `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: AutonomyPolicy
+metadata:
+  name: coding-agent
+spec:
+  workspace: {root: /srv/workspace}
+  forbiddenPathGlobs: ["**/.env"]
+  shell:
+    allow: true
+    allowedCommands: ["ls *"]
+`
+
+const contractDoc = `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: ContractPolicy
+metadata:
+  name: budget
+  namespace: team-a
+spec:
+  maxToolCalls: 3
+`
+
+const pluginDoc = `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: PluginHook
+metadata:
+  name: scanner
+spec:
+  events: ["tool:before"]
+  transport:
+    http:
+      url: http://127.0.0.1:9/hook
+`
+
+func TestParseReadsEveryKindAndAppliesTheCRDDefaults(t *testing.T) {
+	data := "# leading comment\n" + autonomyDoc + "---\n# only a comment\n---\n" + contractDoc + "---\n" + pluginDoc + "---\n"
+	p, err := policyfile.Parse([]byte(data), "policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Autonomy) != 1 || len(p.Contracts) != 1 || len(p.Plugins) != 1 {
+		t.Fatalf("got %d autonomy, %d contract, %d plugin objects, want one each", len(p.Autonomy), len(p.Contracts), len(p.Plugins))
+	}
+	a, c, pl := p.Autonomy[0], p.Contracts[0], p.Plugins[0]
+	if a.Namespace != "default" || c.Namespace != "team-a" || pl.Namespace != "default" {
+		t.Errorf("namespaces = %q, %q, %q; want default, team-a, default", a.Namespace, c.Namespace, pl.Namespace)
+	}
+	if a.Spec.Mode != policyv1alpha1.AutonomyFull || a.Spec.EnforcementAction != policyv1alpha1.EnforcementDeny {
+		t.Errorf("autonomy defaults: mode %q action %q", a.Spec.Mode, a.Spec.EnforcementAction)
+	}
+	if c.Spec.EnforcementAction != policyv1alpha1.EnforcementDeny {
+		t.Errorf("contract action %q, want Deny", c.Spec.EnforcementAction)
+	}
+	if pl.Spec.Timeout == nil || pl.Spec.Timeout.Duration != 5*time.Second || pl.Spec.FailurePolicy != policyv1alpha1.FailurePolicyIgnore {
+		t.Errorf("plugin defaults: timeout %v failurePolicy %q", pl.Spec.Timeout, pl.Spec.FailurePolicy)
+	}
+}
+
+// The defaults Parse writes must compile exactly as the empty values do, so
+// that a file and the same object read back from an API server agree.
+func TestDefaultsCompileLikeTheEmptyValues(t *testing.T) {
+	p, err := policyfile.Parse([]byte(autonomyDoc+"---\n"+pluginDoc), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := compile.Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{*p.Autonomy[0].DeepCopy()}, Plugins: []policyv1alpha1.PluginHook{*p.Plugins[0].DeepCopy()}}
+	raw.Autonomy[0].Spec.Mode, raw.Autonomy[0].Spec.EnforcementAction = "", ""
+	raw.Plugins[0].Spec.Timeout, raw.Plugins[0].Spec.FailurePolicy, raw.Plugins[0].Spec.EnforcementAction = nil, "", ""
+	gw := compile.Gateway{Namespace: "default"}
+	got, _ := compile.Compile(gw, p)
+	want, _ := compile.Compile(gw, raw)
+	if got.Revision != want.Revision {
+		t.Errorf("defaulted objects compile to revision %s, empty ones to %s", got.Revision, want.Revision)
+	}
+	if len(got.Hooks) != 3 {
+		t.Errorf("got %d hooks, want AuditLog, the autonomy policy and the plugin", len(got.Hooks))
+	}
+	if pl := got.Hooks[2].Plugin; pl == nil || pl.TimeoutMillis != 5000 || !pl.FailOpen {
+		t.Errorf("plugin compiled to %+v, want a 5s fail-open plugin", pl)
+	}
+}
+
+func TestParseReadsLists(t *testing.T) {
+	data := `apiVersion: v1
+kind: List
+items:
+- apiVersion: policy.toolhooks.dev/v1alpha1
+  kind: ContractPolicy
+  metadata: {name: one}
+  spec: {maxToolCalls: 1}
+- apiVersion: policy.toolhooks.dev/v1alpha1
+  kind: AutonomyPolicy
+  metadata: {name: two}
+  spec: {mode: ReadOnly}
+`
+	p, err := policyfile.Parse([]byte(data), "list.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Contracts) != 1 || len(p.Autonomy) != 1 || p.Autonomy[0].Spec.Mode != policyv1alpha1.AutonomyReadOnly {
+		t.Fatalf("got %+v", p)
+	}
+}
+
+func TestParseRejectsBadDocumentsNamingFileAndDocument(t *testing.T) {
+	cases := []struct {
+		name string
+		data string
+		want string
+	}{
+		{"an unknown kind", autonomyDoc + "---\napiVersion: policy.toolhooks.dev/v1alpha1\nkind: Deployment\nmetadata: {name: x}\n", "document 2: invalid policy file: unknown kind \"Deployment\""},
+		{"a wrong apiVersion", strings.Replace(autonomyDoc, "v1alpha1", "v1", 1), "document 1: invalid policy file: AutonomyPolicy has apiVersion \"policy.toolhooks.dev/v1\""},
+		{"an unknown field", autonomyDoc + "  forbiddenPaths: [x]\n", "document 1: AutonomyPolicy: invalid policy file: unknown field \"spec.forbiddenPaths\""},
+		{"a field in the wrong case", strings.Replace(autonomyDoc, "forbiddenPathGlobs", "ForbiddenPathGlobs", 1), "unknown field \"spec.ForbiddenPathGlobs\""},
+		{"a duplicate field", autonomyDoc + "  mode: Full\n  mode: ReadOnly\n", "document 1: invalid policy file"},
+		{"a missing kind", "apiVersion: policy.toolhooks.dev/v1alpha1\nmetadata: {name: x}\n", "document 1: invalid policy file: kind is missing"},
+		{"a missing name", "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: ContractPolicy\nspec: {}\n", "metadata.name is required"},
+		{"an invalid mode", strings.Replace(autonomyDoc, "spec:\n", "spec:\n  mode: Anything\n", 1), "spec.mode \"Anything\""},
+		{"an invalid enforcement action", strings.Replace(contractDoc, "spec:\n", "spec:\n  enforcementAction: Audit\n", 1), "spec.enforcementAction \"Audit\""},
+		{"an invalid failure policy, which must not fail open", strings.Replace(pluginDoc, "spec:\n", "spec:\n  failurePolicy: Fial\n", 1), "spec.failurePolicy \"Fial\""},
+		{"an unknown plugin event", strings.Replace(pluginDoc, "tool:before", "tool:during", 1), "spec.events: \"tool:during\""},
+		{"an object defined twice", contractDoc + "---\n" + contractDoc, "document 2: ContractPolicy team-a/budget is also defined at f.yaml: document 1"},
+		{"a document that is not an object", autonomyDoc + "---\n- a\n- b\n", "document 2: invalid policy file: not an object"},
+		{"malformed YAML", autonomyDoc + "---\nkind: [\n", "document 2: invalid policy file"},
+		{"an unknown field in a list item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: policy.toolhooks.dev/v1alpha1\n  kind: ContractPolicy\n  metadata: {name: a}\n  spec: {budget: 1}\n", "document 1, item 1: ContractPolicy: invalid policy file: unknown field \"spec.budget\""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := policyfile.Parse([]byte(tc.data), "f.yaml")
+			if err == nil {
+				t.Fatal("Parse succeeded")
+			}
+			if !errors.Is(err, policyfile.ErrInvalid) {
+				t.Errorf("error %v does not wrap ErrInvalid", err)
+			}
+			if !strings.HasPrefix(err.Error(), "f.yaml: ") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not start with the file and contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadDirReadsPolicyFilesInNameOrder(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "b.yaml", contractDoc)
+	write(t, dir, "a.yml", autonomyDoc)
+	write(t, dir, "c.json", `{"apiVersion":"policy.toolhooks.dev/v1alpha1","kind":"ContractPolicy","metadata":{"name":"json"},"spec":{}}`)
+	write(t, dir, ".a.yaml.swp", "garbage: [")
+	write(t, dir, "README.md", "not a policy")
+	if err := os.Mkdir(filepath.Join(dir, "sub.yaml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policyfile.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Autonomy) != 1 || len(p.Contracts) != 2 || p.Contracts[0].Name != "budget" || p.Contracts[1].Name != "json" {
+		t.Fatalf("got %+v", p)
+	}
+	cfg, outcomes := compile.Compile(compile.Gateway{Namespace: "default"}, p)
+	for _, o := range outcomes {
+		if o.Err != nil {
+			t.Errorf("%s: %v", compile.HookName(o.Policy), o.Err)
+		}
+	}
+	names := make([]string, 0, len(cfg.Hooks))
+	for _, h := range cfg.Hooks {
+		names = append(names, h.Name)
+	}
+	want := "AuditLog AutonomyPolicy/default/coding-agent ContractPolicy/default/json"
+	if strings.Join(names, " ") != want {
+		t.Errorf("hooks %v, want %s", names, want)
+	}
+}
+
+func TestLoadDirRejectsAnObjectDefinedInTwoFiles(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", contractDoc)
+	write(t, dir, "b.yaml", contractDoc)
+	_, err := policyfile.LoadDir(dir)
+	if err == nil || !strings.Contains(err.Error(), "b.yaml: ContractPolicy team-a/budget is also defined in") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLoadDirNamesTheBrokenFile(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", autonomyDoc)
+	write(t, dir, "broken.yaml", "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: ContractPolicy\nmetadata: {name: x}\nspec: {maxToolCals: 1}\n")
+	_, err := policyfile.LoadDir(dir)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "broken.yaml")+": document 1") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := policyfile.LoadDir(filepath.Join(dir, "missing")); err == nil {
+		t.Error("LoadDir of a missing directory succeeded")
+	}
+}
+
+func write(t *testing.T, dir, name, body string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
