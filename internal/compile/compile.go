@@ -75,17 +75,17 @@ type item struct {
 // are left out of the list and reported in the outcomes (one per policy of
 // gw's namespace, in list order), so the valid ones still apply.
 func Compile(gw Gateway, p Policies) (*gatewayconfig.Config, []Outcome) {
-	return CompileWithFallback(gw, p, nil)
+	return WithFallback(gw, p, nil)
 }
 
 // Fallback returns the last version of a policy (by UID) that compiled, if any.
 type Fallback func(uid string) (gatewayconfig.Hook, bool)
 
-// CompileWithFallback is Compile, except that a policy which no longer
+// WithFallback is Compile, except that a policy which no longer
 // compiles keeps its last good version (from lastGood) in the list instead of
 // dropping out: an edit that breaks a policy must not silently remove the
 // protection it gave. Its outcome still reports the error.
-func CompileWithFallback(gw Gateway, p Policies, lastGood Fallback) (*gatewayconfig.Config, []Outcome) {
+func WithFallback(gw Gateway, p Policies, lastGood Fallback) (*gatewayconfig.Config, []Outcome) {
 	list := []gatewayconfig.Hook{{Name: string(gatewayconfig.KindAuditLog), Kind: gatewayconfig.KindAuditLog}}
 	var outcomes []Outcome
 	for _, group := range [][]item{autonomyItems(p.Autonomy), contractItems(p.Contracts), pluginItems(p.Plugins)} {

@@ -59,7 +59,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cfg, _ := compile.CompileWithFallback(compile.Gateway{Namespace: pod.Namespace, Labels: pod.Labels}, policies, r.Store.LastGood)
+	cfg, _ := compile.WithFallback(compile.Gateway{Namespace: pod.Namespace, Labels: pod.Labels}, policies, r.Store.LastGood)
 	r.Store.Remember(pod.Namespace, cfg, liveUIDs(policies))
 	log := ctrl.LoggerFrom(ctx)
 	if r.Store.Set(req.NamespacedName, cfg) {

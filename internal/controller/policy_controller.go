@@ -81,9 +81,11 @@ func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.R
 	}
 	base := obj.DeepCopyObject().(client.Object)
 	*current = desired
-	if err := r.Client.Status().Patch(ctx, obj, client.MergeFrom(base)); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+	// Optimistic locking: a patch computed from a stale cached copy must not
+	// interleave with a newer one (a conflict is retried with backoff).
+	if err := r.Client.Status().Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("patching status: %w", err)
 	}

@@ -151,13 +151,13 @@ func (e *Env) Stop() error {
 	return nil
 }
 
-// Kubectl runs the envtest kubectl (built by hack/setup-envtest.sh, not the one
-// on PATH) against the environment and returns its combined output.
-func (e *Env) Kubectl(t testing.TB, args ...string) (string, error) {
+// AdminKubeconfig writes a kubeconfig for a system:masters user of the
+// environment into a temporary file and returns its path.
+func (e *Env) AdminKubeconfig(t testing.TB) string {
 	t.Helper()
 	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "kubectl-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		t.Fatalf("Adding kubectl user: %v", err)
+		t.Fatalf("Adding an admin user: %v", err)
 	}
 	kubeconfig, err := user.KubeConfig()
 	if err != nil {
@@ -167,7 +167,14 @@ func (e *Env) Kubectl(t testing.TB, args ...string) (string, error) {
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(e.Assets, "kubectl"), append([]string{"--kubeconfig", path}, args...)...)
+	return path
+}
+
+// Kubectl runs the envtest kubectl (built by hack/setup-envtest.sh, not the one
+// on PATH) against the environment and returns its combined output.
+func (e *Env) Kubectl(t testing.TB, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(e.Assets, "kubectl"), append([]string{"--kubeconfig", e.AdminKubeconfig(t)}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
+)
+
+// kubeFlags configure cluster mode: pushes authenticated by TokenReview and
+// denials recorded as Events.
+type kubeFlags struct {
+	inCluster          bool
+	kubeconfig         string
+	controllerIdentity string
+	audience           string
+	podName            string
+	podNamespace       string
+	podUID             string
+	eventsQPS          float64
+	eventsBurst        int
+}
+
+func (k *kubeFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&k.inCluster, "in-cluster", false, "cluster mode with the pod's ServiceAccount credentials")
+	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "cluster mode with this kubeconfig (for running outside a pod)")
+	fs.StringVar(&k.controllerIdentity, "controller-identity", "",
+		"the only user allowed to push configurations (default system:serviceaccount:$POD_NAMESPACE:toolhooks-controller)")
+	fs.StringVar(&k.audience, "push-audience", gatewayconfig.PushAudience, "the audience push tokens must be bound to")
+	fs.StringVar(&k.podName, "pod-name", os.Getenv("POD_NAME"), "this gateway's pod name (Events are related to it)")
+	fs.StringVar(&k.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "this gateway's pod namespace")
+	fs.StringVar(&k.podUID, "pod-uid", os.Getenv("POD_UID"), "this gateway's pod UID")
+	fs.Float64Var(&k.eventsQPS, "events-qps", 5, "the most denial Events per second this gateway sends (beyond the burst)")
+	fs.IntVar(&k.eventsBurst, "events-burst", 50, "how many denial Events may be sent at once")
+}
+
+func (k *kubeFlags) enabled() bool { return k.inCluster || k.kubeconfig != "" }
+
+// setup sets the TokenReview authenticator and the Events sink on opts.
+func (k *kubeFlags) setup(ctx context.Context, opts *gateway.Options, log *slog.Logger) (stop func(), err error) {
+	var cfg *rest.Config
+	if k.kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", k.kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading Kubernetes credentials: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating Kubernetes client: %w", err)
+	}
+	identity := k.controllerIdentity
+	if identity == "" {
+		if k.podNamespace == "" {
+			return nil, errors.New("--controller-identity is required when the pod namespace is unknown")
+		}
+		identity = "system:serviceaccount:" + k.podNamespace + ":toolhooks-controller"
+	}
+	opts.Authenticator = &gatewayk8s.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: k.audience,
+		Allowed: []string{identity}}
+	events, err := gatewayk8s.NewEvents(ctx, cs, gatewayk8s.EventSinkOptions{
+		Pod:   corev1.ObjectReference{Namespace: k.podNamespace, Name: k.podName, UID: types.UID(k.podUID)},
+		QPS:   k.eventsQPS,
+		Burst: k.eventsBurst,
+	})
+	if err != nil {
+		return nil, err
+	}
+	opts.DenialSink = events
+	log.Info("Cluster mode", "controllerIdentity", identity, "audience", k.audience, "pod", k.podNamespace+"/"+k.podName)
+	return events.Stop, nil
+}

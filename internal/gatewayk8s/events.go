@@ -1,0 +1,120 @@
+package gatewayk8s
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+
+	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
+	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/hooks"
+)
+
+// Event reasons the gateway emits on policy objects.
+const (
+	ReasonToolCallDenied = "ToolCallDenied"
+	ReasonToolCallWarned = "ToolCallWarned"
+)
+
+// maxNote is the longest note the events API accepts.
+const maxNote = 1024
+
+// EventSinkOptions configure Events.
+type EventSinkOptions struct {
+	// Pod is the gateway pod the events are related to.
+	Pod corev1.ObjectReference
+	// QPS and Burst bound the events this gateway sends (defaults 5 and 50);
+	// denials beyond them are dropped and counted, never queued without bound.
+	QPS   float64
+	Burst int
+}
+
+// Events is a gateway.DenialSink that records each denial (and warn-mode
+// would-deny) as an Event regarding the policy object that decided it and
+// related to the gateway pod, through client-go's events broadcaster (which
+// aggregates repeats into series). A token bucket in front of it keeps a
+// denial storm from flooding the API server.
+type Events struct {
+	broadcaster events.EventBroadcaster
+	recorder    events.EventRecorder
+	pod         *corev1.ObjectReference
+	limiter     *rate.Limiter
+	dropped     atomic.Int64
+}
+
+var _ gateway.DenialSink = (*Events)(nil)
+
+// NewEvents starts an events broadcaster writing through cs; Stop ends it.
+func NewEvents(ctx context.Context, cs kubernetes.Interface, o EventSinkOptions) (*Events, error) {
+	if o.QPS <= 0 {
+		o.QPS = 5
+	}
+	if o.Burst <= 0 {
+		o.Burst = 50
+	}
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("starting events broadcaster: %w", err)
+	}
+	s := runtime.NewScheme()
+	if err := scheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := policyv1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	pod := o.Pod
+	if pod.Kind == "" {
+		pod.Kind, pod.APIVersion = "Pod", "v1"
+	}
+	return &Events{
+		broadcaster: b,
+		recorder:    b.NewRecorder(s, "toolhooks-gateway"),
+		pod:         &pod,
+		limiter:     rate.NewLimiter(rate.Limit(o.QPS), o.Burst),
+	}, nil
+}
+
+// Denied records d as an Event on its policy. Decisions without a policy
+// (the gateway's own "no policy yet" denial, invalid arguments) are skipped.
+func (e *Events) Denied(_ context.Context, call *hooks.Call, d hooks.Decision) {
+	if d.Policy.Kind == "" || d.Policy.Name == "" {
+		return
+	}
+	if !e.limiter.Allow() {
+		e.dropped.Add(1)
+		return
+	}
+	regarding := &corev1.ObjectReference{
+		APIVersion: policyv1alpha1.GroupVersion.String(), Kind: d.Policy.Kind,
+		Namespace: d.Policy.Namespace, Name: d.Policy.Name, UID: types.UID(d.Policy.UID),
+	}
+	reason, eventType, verb := ReasonToolCallDenied, corev1.EventTypeWarning, "Denied"
+	if d.Action == hooks.ActionWarn {
+		reason, eventType, verb = ReasonToolCallWarned, corev1.EventTypeNormal, "Would deny"
+	}
+	var related runtime.Object
+	if e.pod.Name != "" {
+		related = e.pod
+	}
+	note := fmt.Sprintf("%s tool %q for session %q sender %q (rule %s): %s",
+		verb, call.Tool, call.SessionID, call.SenderID, d.Rule, d.Reason)
+	if len(note) > maxNote {
+		note = note[:maxNote-3] + "..."
+	}
+	e.recorder.Eventf(regarding, related, eventType, reason, "GateToolCall", "%s", note)
+}
+
+// Dropped returns how many denials the rate limit kept from becoming Events.
+func (e *Events) Dropped() int64 { return e.dropped.Load() }
+
+// Stop flushes and stops the broadcaster.
+func (e *Events) Stop() { e.broadcaster.Shutdown() }

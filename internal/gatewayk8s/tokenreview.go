@@ -1,0 +1,68 @@
+// Package gatewayk8s holds the gateway's Kubernetes integrations: a
+// TokenReview authenticator for configuration pushes and a DenialSink that
+// turns denials into Events on the policy objects.
+package gatewayk8s
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
+
+	"github.com/toolhooks/toolhooks/internal/gateway"
+)
+
+// TokenReview authenticates configuration pushes by asking the API server to
+// review the bearer token: it must be valid, bound to Audience, and belong to
+// one of Allowed (usernames such as
+// "system:serviceaccount:toolhooks-system:toolhooks-controller").
+type TokenReview struct {
+	Client   authnclient.TokenReviewInterface
+	Audience string
+	Allowed  []string
+	// Timeout bounds one review (default 5s).
+	Timeout time.Duration
+}
+
+var _ gateway.Authenticator = (*TokenReview)(nil)
+
+// Authenticate reviews the request's bearer token.
+func (t *TokenReview) Authenticate(r *http.Request) (string, error) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", fmt.Errorf("%w: no bearer token", gateway.ErrUnauthenticated)
+	}
+	timeout := t.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	review, err := t.Client.Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{
+		Token: strings.TrimSpace(token), Audiences: []string{t.Audience},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("%w: token review failed: %w", gateway.ErrUnauthenticated, err)
+	}
+	st := review.Status
+	if !st.Authenticated {
+		reason := st.Error
+		if reason == "" {
+			reason = "token not authenticated"
+		}
+		return "", fmt.Errorf("%w: %s", gateway.ErrUnauthenticated, reason)
+	}
+	if !slices.Contains(st.Audiences, t.Audience) {
+		return st.User.Username, fmt.Errorf("%w: token is not bound to audience %q", gateway.ErrUnauthenticated, t.Audience)
+	}
+	if !slices.Contains(t.Allowed, st.User.Username) {
+		return st.User.Username, fmt.Errorf("%w: %s may not push configuration", gateway.ErrForbidden, st.User.Username)
+	}
+	return st.User.Username, nil
+}
