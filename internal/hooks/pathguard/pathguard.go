@@ -168,16 +168,25 @@ func (r *Resolver) ResolveFrom(base, p string) (string, error) {
 		}
 		p = base + string(filepath.Separator) + p
 	}
+	// The workspace root's own components were resolved once, by NewResolver:
+	// a path under the root's real path is walked from there, not from "/".
+	if r.Real != "" && r.Real != "/" && len(p) > len(r.Real) && p[len(r.Real)] == '/' && p[:len(r.Real)] == r.Real {
+		return walkFrom(r.Real, p[len(r.Real)+1:], p)
+	}
 	return walk(p)
 }
 
 // walk resolves an absolute path component by component.
 func walk(p string) (string, error) {
-	orig := p
-	cur := "/"
+	return walkFrom("/", p, p)
+}
+
+// walkFrom resolves rest component by component, starting at start (a real
+// path of an existing directory, or "/"); orig is the path named in errors.
+func walkFrom(start, rest, orig string) (string, error) {
+	cur := start
 	missing := 0 // how many trailing components of cur do not exist
 	hops := 0
-	rest := p
 	for rest != "" {
 		var c string
 		c, rest = nextComponent(rest)

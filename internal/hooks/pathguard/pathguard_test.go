@@ -220,3 +220,36 @@ func TestExtract(t *testing.T) {
 		})
 	}
 }
+
+func TestResolveUnderTheRootMatchesAFullWalkFromSlash(t *testing.T) {
+	ws := t.TempDir()
+	outside := t.TempDir()
+	for _, d := range []string{"src/pkg", "a/b"} {
+		if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{"out": outside, "a/b/up": "../..", "loop": "loop", "rel": "src/pkg"} {
+		if err := os.Symlink(target, filepath.Join(ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := NewResolver(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{
+		"src/pkg/x.go", "../etc/passwd", "a/b/up/src", "a/b/up/../..", "out/secret", "out/../x",
+		"rel/../../..", "loop/x", "missing/../src", "src/missing/../../out/x", r.Real + "/out/y", r.Real + "/../z",
+	} {
+		got, gotErr := r.Resolve(p)
+		full := p
+		if !filepath.IsAbs(p) {
+			full = r.Real + "/" + p
+		}
+		want, wantErr := walk(full)
+		if got != want || (gotErr == nil) != (wantErr == nil) {
+			t.Errorf("Resolve(%q) = %q, %v; a walk from / gives %q, %v", p, got, gotErr, want, wantErr)
+		}
+	}
+}
