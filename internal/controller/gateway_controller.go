@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,9 @@ import (
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/compile"
 )
+
+// MaxPushBackoff caps the retry delay of a gateway pod whose push failed.
+const MaxPushBackoff = 30 * time.Second
 
 // GatewayReconciler compiles, for every gateway pod (a pod labelled
 // toolhooks.dev/gateway), the ordered hook list of the policies in its
@@ -151,7 +155,13 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("gateway").
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: workers,
+			// Per-pod backoff only, capped: a gateway that keeps failing must not
+			// slow the retries of the others (as a shared token bucket would), and
+			// one that recovers gets its configuration within MaxPushBackoff.
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxPushBackoff),
+		}).
 		For(&corev1.Pod{}, builder.WithPredicates(gatewayPredicate)).
 		Watches(&policyv1alpha1.AutonomyPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&policyv1alpha1.ContractPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -7,16 +7,20 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
@@ -34,7 +38,7 @@ func (s staticTokens) Token(context.Context) (string, error) { return string(s),
 // and pushes to N in-process gateway servers on 127.0.0.x. It reports the
 // median and the maximum over 20 updates.
 func BenchmarkPropagation(b *testing.B) {
-	for _, n := range []int{1, 10, 50} {
+	for _, n := range propagationSizes() {
 		b.Run(fmt.Sprintf("gateways=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				p50, pmax := propagation(b, n, 20)
@@ -47,7 +51,11 @@ func BenchmarkPropagation(b *testing.B) {
 
 func propagation(b *testing.B, n, updates int) (p50, pmax time.Duration) {
 	ctx := context.Background()
-	ctrl.SetLogger(logr.Discard())
+	if os.Getenv("PROPAGATION_DEBUG") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
 	const token = "propagation-benchmark-token"
 	ns := fmt.Sprintf("prop-%d-%d", n, time.Now().UnixNano())
 	if err := testEnv.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -75,6 +83,10 @@ func propagation(b *testing.B, n, updates int) (p50, pmax time.Duration) {
 		hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(ln) }()
 		b.Cleanup(func() { _ = hs.Close(); srv.Close() })
+		podName := fmt.Sprintf("gw-%d", i)
+		b.Cleanup(func() {
+			_ = testEnv.Client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName}})
+		})
 		servers[i] = srv
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("gw-%d", i),
 			Labels: map[string]string{policyv1alpha1.GatewayLabel: "main"}},
@@ -144,9 +156,10 @@ func propagation(b *testing.B, n, updates int) (p50, pmax time.Duration) {
 	prev := waitAll(make([]string, n))
 	var took []time.Duration
 	for u := 1; u <= updates; u++ {
+		base := policy.DeepCopy()
 		policy.Spec.ForbiddenPathGlobs = []string{fmt.Sprintf("**/x-%d", u)}
 		start := time.Now()
-		if err := testEnv.Client.Update(ctx, policy); err != nil {
+		if err := testEnv.Client.Patch(ctx, policy, client.MergeFrom(base)); err != nil {
 			b.Fatal(err)
 		}
 		prev = waitAll(prev)
@@ -163,4 +176,12 @@ func freePortB(b *testing.B) int {
 	}
 	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// propagationSizes are the gateway counts measured (PROPAGATION_N overrides).
+func propagationSizes() []int {
+	if v, err := strconv.Atoi(os.Getenv("PROPAGATION_N")); err == nil && v > 0 {
+		return []int{v}
+	}
+	return []int{1, 10, 50}
 }
