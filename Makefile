@@ -37,7 +37,8 @@ help: ## Display this help.
 
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs and RBAC from the API types and markers.
-	"$(CONTROLLER_GEN)" rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	"$(CONTROLLER_GEN)" rbac:roleName=manager-role crd paths="./api/...;./internal/controller/..." output:crd:artifacts:config=config/crd/bases
+	"$(CONTROLLER_GEN)" rbac:roleName=gateway-role paths="./internal/gatewayk8s/..." output:rbac:artifacts:config=config/rbac/gateway
 	@mkdir -p charts/toolhooks/crds
 	@rm -f charts/toolhooks/crds/*.yaml
 	@cp config/crd/bases/*.yaml charts/toolhooks/crds/

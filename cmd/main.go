@@ -88,7 +88,7 @@ func main() {
 		"The audience of the ServiceAccount token presented to gateways.")
 	flag.StringVar(&pushServiceAccount, "push-service-account", "",
 		"NAMESPACE/NAME of the ServiceAccount whose audience-bound tokens authenticate pushes "+
-			"(default: $POD_NAMESPACE/toolhooks-controller).")
+			"(default: $POD_NAMESPACE/toolhooks-controller-manager).")
 	flag.StringVar(&pushTokenFile, "push-token-file", "",
 		"Read the push token from this projected token file instead of requesting one.")
 	flag.DurationVar(&resync, "resync", 30*time.Second,
@@ -160,7 +160,7 @@ func pushTokens(cfg *rest.Config, file, serviceAccount, audience string) (contro
 		if ns == "" {
 			return nil, errors.New("--push-service-account is required outside a pod (POD_NAMESPACE unset)")
 		}
-		serviceAccount = ns + "/toolhooks-controller"
+		serviceAccount = ns + "/toolhooks-controller-manager"
 	}
 	ns, name, ok := strings.Cut(serviceAccount, "/")
 	if !ok || ns == "" || name == "" {

@@ -37,7 +37,7 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&k.inCluster, "in-cluster", false, "cluster mode with the pod's ServiceAccount credentials")
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "cluster mode with this kubeconfig (for running outside a pod)")
 	fs.StringVar(&k.controllerIdentity, "controller-identity", "",
-		"the only user allowed to push configurations (default system:serviceaccount:$POD_NAMESPACE:toolhooks-controller)")
+		"the only user allowed to push configurations (default system:serviceaccount:$POD_NAMESPACE:toolhooks-controller-manager)")
 	fs.StringVar(&k.audience, "push-audience", gatewayconfig.PushAudience, "the audience push tokens must be bound to")
 	fs.StringVar(&k.podName, "pod-name", os.Getenv("POD_NAME"), "this gateway's pod name (Events are related to it)")
 	fs.StringVar(&k.podNamespace, "pod-namespace", os.Getenv("POD_NAMESPACE"), "this gateway's pod namespace")
@@ -68,7 +68,7 @@ func (k *kubeFlags) setup(ctx context.Context, opts *gateway.Options, log *slog.
 		if k.podNamespace == "" {
 			return nil, errors.New("--controller-identity is required when the pod namespace is unknown")
 		}
-		identity = "system:serviceaccount:" + k.podNamespace + ":toolhooks-controller"
+		identity = "system:serviceaccount:" + k.podNamespace + ":toolhooks-controller-manager"
 	}
 	opts.Authenticator = &gatewayk8s.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: k.audience,
 		Allowed: []string{identity}}

@@ -33,8 +33,6 @@ type ServiceAccountTokens struct {
 	renewAt time.Time
 }
 
-// +kubebuilder:rbac:groups="",resources=serviceaccounts/token,verbs=create
-
 // Token returns a cached token or requests a new one.
 func (s *ServiceAccountTokens) Token(ctx context.Context) (string, error) {
 	s.mu.Lock()

@@ -32,6 +32,9 @@ type TokenReview struct {
 
 var _ gateway.Authenticator = (*TokenReview)(nil)
 
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Authenticate reviews the request's bearer token.
 func (t *TokenReview) Authenticate(r *http.Request) (string, error) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
