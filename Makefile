@@ -94,6 +94,8 @@ bench: ## Run benchmarks with -benchmem (BENCH=regexp BENCH_PKGS=./internal/...)
 .PHONY: build
 build: generate fmt vet ## Build the binaries into ./bin.
 	go build -o $(LOCALBIN)/manager ./cmd/main.go
+	go build -o $(LOCALBIN)/gateway ./cmd/gateway
+	go build -o $(LOCALBIN)/kubectl-toolhooks ./cmd/kubectl-toolhooks
 
 .PHONY: run
 run: generate manifests fmt vet ## Run the controller against the cluster in ~/.kube/config.

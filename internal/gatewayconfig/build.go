@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
@@ -19,8 +21,9 @@ import (
 const RuleUnenforceable = "policyUnenforceable"
 
 // ErrPluginRuntimeUnavailable is what a PluginHook's before-callback returns
-// when the gateway has no plugin runtime; the entry's failure policy decides.
-var ErrPluginRuntimeUnavailable = errors.New("plugin runtime not available in this gateway")
+// when there is no plugin runtime (the offline CLI, or a gateway built without
+// one); the entry's failure policy decides.
+var ErrPluginRuntimeUnavailable = errors.New("no plugin runtime is available here to call the plugin")
 
 // PluginFactory builds the runtime hook of a PluginHook entry.
 type PluginFactory func(h Hook) (hooks.Hook, error)
@@ -121,7 +124,7 @@ func build(h Hook, opts BuildOptions) (hooks.Hook, bool, error) {
 		return hk, false, err
 	case KindPluginHook:
 		if opts.Plugins == nil {
-			return unavailablePlugin{name: h.Name}, h.Plugin.FailOpen, nil
+			return unavailablePlugin{name: h.Name, plugin: h.Plugin}, h.Plugin.FailOpen, nil
 		}
 		p, err := opts.Plugins(h)
 		return p, h.Plugin.FailOpen, err
@@ -209,13 +212,38 @@ func (u unenforceable) Before(context.Context, *hooks.Call) (hooks.Verdict, erro
 
 func (unenforceable) After(context.Context, *hooks.Call, *hooks.Result) {}
 
-// unavailablePlugin fails every before-call, so the entry's failure policy applies.
-type unavailablePlugin struct{ name string }
+// unavailablePlugin fails the before-calls the plugin subscribed to (a
+// tool:before subscription and a matching tool), so the entry's failure
+// policy applies to exactly those; other calls never reach a plugin.
+type unavailablePlugin struct {
+	name   string
+	plugin *Plugin
+}
 
 func (p unavailablePlugin) Name() string { return p.name }
 
-func (unavailablePlugin) Before(context.Context, *hooks.Call) (hooks.Verdict, error) {
+func (p unavailablePlugin) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error) {
+	if !p.plugin.Subscribed(call.Tool) {
+		return hooks.Allow, nil
+	}
 	return hooks.Verdict{}, ErrPluginRuntimeUnavailable
+}
+
+// Subscribed reports whether the plugin's before-hook is called for tool: it
+// subscribes to tool:before and tool matches one of its Tools globs (or it has none).
+func (p *Plugin) Subscribed(tool string) bool {
+	if !p.Before {
+		return false
+	}
+	if len(p.Tools) == 0 {
+		return true
+	}
+	for _, g := range p.Tools {
+		if ok, err := doublestar.Match(g, tool); err == nil && ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (unavailablePlugin) After(context.Context, *hooks.Call, *hooks.Result) {}

@@ -115,6 +115,25 @@ func TestBuildAppliesAPluginsFailurePolicyWhenNoRuntimeExists(t *testing.T) {
 	}
 }
 
+func TestAPluginWithoutRuntimeFailsOnlyTheCallsItSubscribesTo(t *testing.T) {
+	writes := Hook{Name: "PluginHook/ns/approvals", Kind: KindPluginHook, Plugin: &Plugin{Before: true, TimeoutMillis: 100,
+		Tools: []string{"write_file", "edit_*"}, Stdio: &PluginStdio{Command: "node"}}}
+	afterOnly := Hook{Name: "PluginHook/ns/recorder", Kind: KindPluginHook, Plugin: &Plugin{After: true, TimeoutMillis: 100,
+		Stdio: &PluginStdio{Command: "node"}}}
+	e := executor(t, newConfig(writes, afterOnly), BuildOptions{})
+	for tool, want := range map[string]hooks.Status{
+		"write_file": hooks.StatusDenied, "edit_file": hooks.StatusDenied, "read_file": hooks.StatusAllowed, "shell": hooks.StatusAllowed,
+	} {
+		res := decide(e, "s", tool, `{}`)
+		if res.Status != want {
+			t.Errorf("%s: %s (%+v), want %s", tool, res.Status, res.Denial, want)
+		}
+		if want == hooks.StatusDenied && res.Denial.Hook != "PluginHook/ns/approvals" {
+			t.Errorf("%s denied by %s, want the approvals plugin", tool, res.Denial.Hook)
+		}
+	}
+}
+
 func TestBudgetsSurviveARebuildWithTheSameState(t *testing.T) {
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("x"), 0o644); err != nil {

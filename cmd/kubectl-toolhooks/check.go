@@ -1,0 +1,147 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhooks/toolhooks/internal/cli"
+)
+
+// Output formats of check.
+const (
+	outputText = "text"
+	outputJSON = "json"
+)
+
+type checkFlags struct {
+	files              []string
+	tool               string
+	args               string
+	session            string
+	channel            string
+	sender             string
+	namespace          string
+	labels             map[string]string
+	workspace          string
+	keepWorkspaceRoots bool
+	output             string
+}
+
+func newCheckCmd() *cobra.Command {
+	f := &checkFlags{}
+	cmd := &cobra.Command{
+		Use:   "check -f FILE_OR_DIR... --tool NAME --args JSON",
+		Short: "Evaluate one tool call against policy files",
+		Long: `Evaluate one tool call offline, through the same compile path and executor as the gateway.
+
+Every policy in the files must compile, whatever its namespace, or check exits 2 naming
+the file, the policy and the reason. Directories contribute their policy files (not
+subdirectories), skipping kustomization files and *.test.yaml suites.
+
+--workspace (default: the current directory) stands in for the gateway's workspace:
+relative call paths resolve against it, every AutonomyPolicy's workspace root is replaced
+by it, and ContractPolicy allowed paths under such a root move under it. Pass
+--keep-workspace-roots to use the roots as written (each must then exist here).
+
+PluginHooks are not called offline: their failurePolicy decides the calls they handle.
+
+-o json prints {"allowed":bool,"hook":...,"policy":{"kind","namespace","name"},"rule":...,"reason":...};
+"allowed" is always present, the others only on a denial ("policy" only when a policy object denied).
+Warn-mode would-be denials are printed on stderr.
+
+Exit codes: 0 allowed, 1 denied, 2 bad input.`,
+		Example: `  kubectl toolhooks check -f config/samples --tool read_file --args '{"path":"config/.env"}'
+  kubectl toolhooks check -f policies/ --tool shell --args '{"command":"git status"}' -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
+	}
+	fl := cmd.Flags()
+	fl.StringSliceVarP(&f.files, "filename", "f", nil, "policy files or directories (repeatable, comma-separated)")
+	fl.StringVar(&f.tool, "tool", "", "tool name (required)")
+	fl.StringVar(&f.args, "args", "", "tool arguments as one JSON object (default {})")
+	fl.StringVar(&f.session, "session", "", "session id of the call")
+	fl.StringVar(&f.channel, "channel", "", "channel id of the call")
+	fl.StringVar(&f.sender, "sender", "", "sender id of the call")
+	fl.StringVarP(&f.namespace, "namespace", "n", "", `gateway namespace (default: the policies' namespace, or "default")`)
+	fl.StringToStringVar(&f.labels, "labels", nil, "gateway labels matched by gatewaySelectors, as k=v,...")
+	fl.StringVar(&f.workspace, "workspace", "", "directory standing in for the gateway's workspace (default: current directory)")
+	fl.BoolVar(&f.keepWorkspaceRoots, "keep-workspace-roots", false, "use the policies' workspace roots as written")
+	fl.StringVarP(&f.output, "output", "o", outputText, "output format: text or json")
+	return cmd
+}
+
+func (f *checkFlags) run(cmd *cobra.Command) error {
+	if f.output != outputText && f.output != outputJSON {
+		return badInput(fmt.Errorf("%w: --output %q (want text or json)", cli.ErrBadInput, f.output))
+	}
+	if f.tool == "" {
+		return badInput(fmt.Errorf("%w: --tool is required", cli.ErrBadInput))
+	}
+	if len(f.files) == 0 {
+		return badInput(fmt.Errorf("%w: -f FILE_OR_DIR is required", cli.ErrBadInput))
+	}
+	ws := f.workspace
+	if ws == "" {
+		wd, err := workingDir()
+		if err != nil {
+			return badInput(err)
+		}
+		ws = wd
+	}
+	l, err := cli.LoadPolicies(f.files)
+	if err != nil {
+		return badInput(err)
+	}
+	if l.Count() == 0 {
+		return badInput(fmt.Errorf("%w: no policies found in %v", cli.ErrBadInput, f.files))
+	}
+	ev, err := cli.NewEvaluator(l, cli.Options{
+		Namespace: f.namespace, Labels: f.labels, Workspace: ws, KeepWorkspaceRoots: f.keepWorkspaceRoots,
+	})
+	if err != nil {
+		return badInput(err)
+	}
+	d, err := ev.Evaluate(cmd.Context(), cli.Call{Tool: f.tool, Args: f.args, Session: f.session, Channel: f.channel, Sender: f.sender})
+	if err != nil {
+		return badInput(err)
+	}
+	stderr := cmd.ErrOrStderr()
+	for _, n := range ev.Notes {
+		_, _ = fmt.Fprintln(stderr, "Note:", n)
+	}
+	for _, w := range d.Warnings {
+		_, _ = fmt.Fprintf(stderr, "Warning: %s would deny (enforcementAction Warn), rule %s: %s\n", w.Hook, w.Rule, w.Reason)
+	}
+	if err := printDecision(cmd.OutOrStdout(), f.output, d); err != nil {
+		return &exitError{code: exitBadInput, err: fmt.Errorf("writing the decision: %w", err)}
+	}
+	if !d.Allowed {
+		return &exitError{code: exitDenied}
+	}
+	return nil
+}
+
+// printDecision writes d in the output format.
+func printDecision(w io.Writer, format string, d cli.Decision) error {
+	if format == outputJSON {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	if d.Allowed {
+		_, err := fmt.Fprintln(w, "allowed")
+		return err
+	}
+	policy := "-"
+	if p := d.Policy; p != nil {
+		policy = p.Kind + " " + p.Namespace + "/" + p.Name
+	}
+	_, err := fmt.Fprintf(w, "denied\n  hook:   %s\n  policy: %s\n  rule:   %s\n  reason: %s\n", d.Hook, policy, d.Rule, d.Reason)
+	return err
+}

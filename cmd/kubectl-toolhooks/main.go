@@ -1,0 +1,95 @@
+// Command kubectl-toolhooks is the toolhooks kubectl plugin. It evaluates
+// tool calls against policy files offline, through the same compile path and
+// executor as the gateway (check), and runs PolicyTest suites (test), so
+// platform teams can test their policies in CI without a cluster.
+//
+// Exit codes: 0 allowed / all cases passed, 1 denied / a case failed,
+// 2 bad input (unreadable or invalid files, policies that do not compile,
+// malformed arguments, unknown flags).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhooks/toolhooks/internal/cli"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitDenied   = 1
+	exitBadInput = 2
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// exitError ends a command with code, printing err (when set) on stderr.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// run executes the plugin with args and returns the process exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd(stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	code := exitBadInput
+	if ee, ok := errors.AsType[*exitError](err); ok {
+		code = ee.code
+		err = ee.err
+	}
+	if err != nil {
+		_, _ = fmt.Fprintln(stderr, "Error:", err)
+	}
+	return code
+}
+
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kubectl-toolhooks",
+		Short: "Check and test toolhooks policies offline",
+		Long: "kubectl-toolhooks evaluates tool calls against AutonomyPolicy, ContractPolicy and PluginHook files\n" +
+			"through the same compile path and executor as the toolhooks gateway, without a cluster.\n\n" +
+			"Exit codes: 0 allowed (or every case passed), 1 denied (or a case failed), 2 bad input.",
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl toolhooks"},
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(newCheckCmd(), newTestCmd(), newVersionCmd())
+	return root
+}
+
+// badInput wraps err as a bad-input exit.
+func badInput(err error) error { return &exitError{code: exitBadInput, err: err} }
+
+// workingDir is the default workspace.
+func workingDir() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("%w: working directory: %w", cli.ErrBadInput, err)
+	}
+	return wd, nil
+}

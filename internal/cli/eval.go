@@ -1,0 +1,281 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/toolhooks/toolhooks/internal/compile"
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/policyfile"
+)
+
+// Options say which gateway the policies are evaluated for.
+type Options struct {
+	// Namespace is the gateway's namespace. Empty means the namespace of the
+	// loaded policies when they all share one, or "default" when none is loaded.
+	Namespace string
+	// Labels are the gateway's labels, matched by the policies' gatewaySelectors.
+	Labels map[string]string
+	// Workspace is the directory standing in for the gateway's workspace; it
+	// must exist. Relative call paths resolve against it.
+	Workspace string
+	// KeepWorkspaceRoots uses the policies' workspace roots as written.
+	// Otherwise every AutonomyPolicy's spec.workspace.root is replaced by
+	// Workspace, and ContractPolicy allowed paths under one of those roots are
+	// moved under Workspace (/workspace/out becomes Workspace/out), so
+	// policies written for the gateway's mount can be tested anywhere.
+	KeepWorkspaceRoots bool
+}
+
+// Call is one tool call to evaluate.
+type Call struct {
+	Tool string
+	// Args is the arguments' JSON text: one object, or empty for none.
+	Args    string
+	Session string
+	Channel string
+	Sender  string
+}
+
+// PolicyRef names the policy object that denied a call.
+type PolicyRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// Decision is the outcome of one call, as `check -o json` prints it: allowed
+// is always present; hook, rule and reason only on a denial, and policy only
+// when the denying hook was compiled from a policy object.
+type Decision struct {
+	Allowed bool       `json:"allowed"`
+	Hook    string     `json:"hook,omitempty"`
+	Policy  *PolicyRef `json:"policy,omitempty"`
+	Rule    string     `json:"rule,omitempty"`
+	Reason  string     `json:"reason,omitempty"`
+	// Warnings are the would-be denials of policies in Warn mode.
+	Warnings []hooks.Decision `json:"-"`
+}
+
+// Evaluator evaluates calls through the gateway's executor, built from one
+// set of policies. Calls share its state (sessions' budgets), as they would
+// on one gateway.
+type Evaluator struct {
+	exec *hooks.Executor
+	// Namespace is the gateway namespace the policies were compiled for.
+	Namespace string
+	// Notes explain what the evaluation leaves out: policies of other
+	// namespaces or not selecting the gateway, and fail-open plugins, which
+	// are not called offline and so allow the calls they handle.
+	Notes []string
+}
+
+// NewEvaluator compiles l for the gateway o describes, through the same
+// compile path as the controller, and builds the gateway's executor. Every
+// loaded policy is compiled, whatever its namespace; any that does not
+// compile is an error naming its file, the policy and the reason, because
+// the gateway would reject the whole set. l is not modified.
+func NewEvaluator(l *Loaded, o Options) (*Evaluator, error) {
+	ws, err := workspaceDir(o.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := namespace(l, o.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	policies := copyPolicies(l.Policies)
+	if !o.KeepWorkspaceRoots {
+		replaceRoots(&policies, ws)
+	}
+	var (
+		errs     []error
+		cfg      *gatewayconfig.Config
+		outcomes []compile.Outcome
+	)
+	for _, each := range l.Namespaces() {
+		c, outs := compile.Compile(compile.Gateway{Namespace: each, Labels: o.Labels}, policies)
+		for _, out := range outs {
+			if out.Err != nil {
+				r := out.Policy
+				errs = append(errs, fmt.Errorf("%s: %s %s/%s does not compile (%s): %w",
+					l.Source(r.Kind, r.Namespace, r.Name), r.Kind, r.Namespace, r.Name, compile.Reason(out.Err), out.Err))
+			}
+		}
+		if each == ns {
+			cfg, outcomes = c, outs
+		}
+	}
+	if len(errs) > 0 {
+		return nil, BadInput("%w", errors.Join(errs...))
+	}
+	if cfg == nil {
+		cfg, outcomes = compile.Compile(compile.Gateway{Namespace: ns, Labels: o.Labels}, policies)
+	}
+	e := &Evaluator{Namespace: ns, Notes: notes(l, ns, outcomes, cfg)}
+	discard := audit.SinkFunc(func(context.Context, audit.Record) error { return nil })
+	entries, err := gatewayconfig.Build(cfg, gatewayconfig.BuildOptions{
+		Workspace: ws, Audit: discard, State: gatewayconfig.NewState(),
+	})
+	if err != nil {
+		return nil, BadInput("building the hook list: %w", err)
+	}
+	e.exec, err = hooks.NewExecutor(entries, nil, hooks.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return nil, fmt.Errorf("building the executor: %w", err)
+	}
+	return e, nil
+}
+
+// Evaluate decides one call as the gateway's decision API does: the before
+// phase, then the after phase (with a discarding audit sink), so that
+// budgets count the call exactly as the gateway would. Arguments that are
+// not one JSON object and an empty tool name are ErrBadInput.
+func (e *Evaluator) Evaluate(ctx context.Context, c Call) (Decision, error) {
+	if c.Tool == "" {
+		return Decision{}, BadInput("a tool name is required")
+	}
+	if _, err := hooks.ParseArgs(c.Args); err != nil {
+		return Decision{}, BadInput("arguments of %s: %w", c.Tool, err)
+	}
+	call := hooks.NewCall(c.Tool, c.Args)
+	call.SessionID, call.ChannelID, call.SenderID = c.Session, c.Channel, c.Sender
+	res := e.exec.Evaluate(ctx, call)
+	d := Decision{Allowed: res.Status == hooks.StatusAllowed, Warnings: res.Warnings}
+	if den := res.Denial; den != nil && !d.Allowed {
+		d.Hook, d.Rule, d.Reason = den.Hook, den.Rule, den.Reason
+		if den.Policy.Kind != "" {
+			d.Policy = &PolicyRef{Kind: den.Policy.Kind, Namespace: den.Policy.Namespace, Name: den.Policy.Name}
+		}
+	}
+	return d, nil
+}
+
+// workspaceDir returns dir as an absolute path to an existing directory.
+func workspaceDir(dir string) (string, error) {
+	if dir == "" {
+		return "", BadInput("a workspace directory is required")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", BadInput("workspace %s: %w", dir, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", BadInput("workspace: %w", err)
+	}
+	if !fi.IsDir() {
+		return "", BadInput("workspace %s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+// namespace picks the gateway namespace (see Options.Namespace).
+func namespace(l *Loaded, want string) (string, error) {
+	if want != "" {
+		return want, nil
+	}
+	switch all := l.Namespaces(); len(all) {
+	case 0:
+		return policyfile.DefaultNamespace, nil
+	case 1:
+		return all[0], nil
+	default:
+		return "", BadInput("the policies are in several namespaces (%s); choose the gateway's namespace",
+			strings.Join(all, ", "))
+	}
+}
+
+// copyPolicies deep-copies p so that rewriting roots leaves the caller's alone.
+func copyPolicies(p compile.Policies) compile.Policies {
+	var out compile.Policies
+	for i := range p.Autonomy {
+		out.Autonomy = append(out.Autonomy, *p.Autonomy[i].DeepCopy())
+	}
+	for i := range p.Contracts {
+		out.Contracts = append(out.Contracts, *p.Contracts[i].DeepCopy())
+	}
+	for i := range p.Plugins {
+		out.Plugins = append(out.Plugins, *p.Plugins[i].DeepCopy())
+	}
+	return out
+}
+
+// replaceRoots points every AutonomyPolicy's workspace root at ws and moves
+// the ContractPolicies' allowed paths under one of those roots under ws.
+func replaceRoots(p *compile.Policies, ws string) {
+	var roots []string
+	for i := range p.Autonomy {
+		w := p.Autonomy[i].Spec.Workspace
+		if w == nil || w.Root == "" {
+			continue
+		}
+		if filepath.IsAbs(w.Root) {
+			roots = append(roots, filepath.Clean(w.Root))
+		}
+		w.Root = ws
+	}
+	move := func(paths []string) {
+		for i, path := range paths {
+			paths[i] = underRoot(path, roots, ws)
+		}
+	}
+	for i := range p.Contracts {
+		s := &p.Contracts[i].Spec
+		move(s.AllowedPaths)
+		for j := range s.ScopedCapabilities {
+			move(s.ScopedCapabilities[j].AllowedPaths)
+		}
+	}
+}
+
+// underRoot returns path moved from the first root that contains it to ws,
+// or path unchanged.
+func underRoot(path string, roots []string, ws string) string {
+	if !filepath.IsAbs(path) {
+		return path
+	}
+	for _, r := range roots {
+		rel, err := filepath.Rel(r, filepath.Clean(path))
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			continue
+		}
+		return filepath.Join(ws, rel)
+	}
+	return path
+}
+
+// notes lists what the evaluation of namespace ns leaves out.
+func notes(l *Loaded, ns string, outcomes []compile.Outcome, cfg *gatewayconfig.Config) []string {
+	var out []string
+	if other := l.Count() - len(outcomes); other > 0 {
+		out = append(out, fmt.Sprintf("%d policies outside namespace %s are ignored", other, ns))
+	}
+	for _, o := range outcomes {
+		if !o.Selected {
+			out = append(out, fmt.Sprintf("%s %s/%s does not select a gateway with these labels; it is ignored",
+				o.Policy.Kind, o.Policy.Namespace, o.Policy.Name))
+		}
+	}
+	for _, h := range cfg.Hooks {
+		// A Fail plugin's denials explain themselves; an Ignore plugin's
+		// silent allows are worth a note.
+		if h.Kind != gatewayconfig.KindPluginHook || !h.Plugin.Before || !h.Plugin.FailOpen {
+			continue
+		}
+		tools := "every tool"
+		if len(h.Plugin.Tools) > 0 {
+			tools = strings.Join(h.Plugin.Tools, ", ")
+		}
+		out = append(out, fmt.Sprintf("PluginHook %s/%s is not called offline; its failurePolicy Ignore allows the calls to %s",
+			h.Policy.Namespace, h.Policy.Name, tools))
+	}
+	return out
+}
