@@ -4,6 +4,7 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -14,11 +15,18 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-logr/logr"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 )
@@ -177,4 +185,43 @@ func (e *Env) Kubectl(t testing.TB, args ...string) (string, error) {
 	cmd := exec.Command(filepath.Join(e.Assets, "kubectl"), append([]string{"--kubeconfig", e.AdminKubeconfig(t)}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+var quietLogs sync.Once
+
+// StartManager runs a controller-runtime manager against the environment
+// until the test ends (metrics and probes off, controller-runtime logs
+// discarded unless TOOLHOOKS_TEST_LOGS is set); setup registers the reconcilers before it starts.
+func (e *Env) StartManager(t testing.TB, cacheOptions cache.Options, setup func(manager.Manager) error) {
+	t.Helper()
+	quietLogs.Do(func() {
+		if os.Getenv("TOOLHOOKS_TEST_LOGS") != "" {
+			ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
+		} else {
+			ctrllog.SetLogger(logr.Discard())
+		}
+	})
+	mgr, err := manager.New(e.Config, manager.Options{
+		Scheme:                 e.Scheme,
+		Cache:                  cacheOptions,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Tests start several managers in one process.
+		Controller: config.Controller{SkipNameValidation: new(true)},
+	})
+	if err != nil {
+		t.Fatalf("Creating manager: %v", err)
+	}
+	if err := setup(mgr); err != nil {
+		t.Fatalf("Setting up reconcilers: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Manager: %v", err)
+		}
+	})
 }

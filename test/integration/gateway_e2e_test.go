@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,8 +25,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/controller"
@@ -193,16 +190,7 @@ func freePort(t *testing.T) int {
 
 func startController(t *testing.T, port int) *controller.Store {
 	t.Helper()
-	ctrl.SetLogger(logr.Discard())
 	cs, err := kubernetes.NewForConfig(testEnv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{
-		Scheme: testEnv.Scheme, Cache: controller.CacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: new(true)},
-	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,18 +198,7 @@ func startController(t *testing.T, port int) *controller.Store {
 	tokens := &controller.ServiceAccountTokens{Client: cs, Namespace: controllerNamespace, Name: controllerSA,
 		Audience: gatewayconfig.PushAudience}
 	gw := controller.GatewayReconciler{Pusher: &controller.Pusher{Tokens: tokens, Port: port}, Resync: 2 * time.Second}
-	if err := controller.SetupAll(mgr, store, gw); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	testEnv.StartManager(t, controller.CacheOptions(), func(mgr ctrl.Manager) error { return controller.SetupAll(mgr, store, gw) })
 	return store
 }
 

@@ -13,15 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/controller"
@@ -51,11 +46,6 @@ func BenchmarkPropagation(b *testing.B) {
 
 func propagation(b *testing.B, n, updates int) (p50, pmax time.Duration) {
 	ctx := context.Background()
-	if os.Getenv("PROPAGATION_DEBUG") != "" {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
 	const token = "propagation-benchmark-token"
 	ns := fmt.Sprintf("prop-%d-%d", n, time.Now().UnixNano())
 	if err := testEnv.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -100,25 +90,10 @@ func propagation(b *testing.B, n, updates int) (p50, pmax time.Duration) {
 		}
 	}
 
-	mgr, err := ctrl.NewManager(testEnv.Config, ctrl.Options{Scheme: testEnv.Scheme, Cache: controller.CacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: new(true)}})
-	if err != nil {
-		b.Fatal(err)
-	}
 	gw := controller.GatewayReconciler{Pusher: &controller.Pusher{Tokens: staticTokens(token), Port: port}}
-	if err := controller.SetupAll(mgr, controller.NewStore(), gw); err != nil {
-		b.Fatal(err)
-	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Errorf("manager: %v", err)
-		}
-	}()
+	testEnv.StartManager(b, controller.CacheOptions(), func(mgr ctrl.Manager) error {
+		return controller.SetupAll(mgr, controller.NewStore(), gw)
+	})
 
 	policy := &policyv1alpha1.AutonomyPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
 		Spec: policyv1alpha1.AutonomyPolicySpec{Workspace: &policyv1alpha1.Workspace{Root: ws}, ForbiddenPathGlobs: []string{"**/x-0"}}}
