@@ -23,6 +23,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/plugins"
 )
 
 func main() {
@@ -108,10 +109,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	reg := gateway.NewRegistry()
+	pluginHost, err := plugins.New(plugins.Options{Logger: log, Registry: reg})
+	if err != nil {
+		return err
+	}
+	defer pluginHost.Close() // after the HTTP server has shut down: stops the plugin processes
 	opts := gateway.Options{
 		Workspace:   f.workspace,
 		ToolTimeout: f.toolTimeout,
 		Audit:       audit.NewJSONSink(stdout),
+		Plugins:     pluginHost.Build,
+		OnApplied:   pluginHost.Retain,
+		Registry:    reg,
 		Logger:      log,
 	}
 	if f.staticTokenFile != "" {

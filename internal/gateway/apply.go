@@ -79,6 +79,9 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	s.metrics.setConfig(&own)
 	s.cur.Store(&active{exec: exec, cfg: &own, appliedAt: time.Now()})
 	s.state.Retain(&own)
+	if s.opts.OnApplied != nil {
+		s.opts.OnApplied(&own)
+	}
 	prev := ""
 	if cur.cfg != nil {
 		prev = cur.cfg.Revision

@@ -68,6 +68,9 @@ type Options struct {
 	// Plugins builds PluginHook runtimes; nil makes every plugin fail, so its
 	// failure policy applies.
 	Plugins gatewayconfig.PluginFactory
+	// OnApplied, when set, is called with each configuration that comes into
+	// force (after the swap), for example to stop plugins it no longer holds.
+	OnApplied func(cfg *gatewayconfig.Config)
 	// Registry receives the gateway's metrics; nil means a new registry with
 	// the Go and process collectors. The global registry is never used.
 	Registry *prometheus.Registry
