@@ -19,6 +19,7 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -114,15 +115,20 @@ type callResult struct {
 
 func (g *gatewayProc) readFile(path string) callResult {
 	g.t.Helper()
-	body := fmt.Sprintf(`{"sessionId":"s-1","channelId":"test","senderId":"alice","tool":"read_file","arguments":{"path":%q}}`, path)
+	return g.call("read_file", fmt.Sprintf(`{"path":%q}`, path))
+}
+
+func (g *gatewayProc) call(tool, args string) callResult {
+	g.t.Helper()
+	body := fmt.Sprintf(`{"sessionId":"s-1","channelId":"test","senderId":"alice","tool":%q,"arguments":%s}`, tool, args)
 	resp, err := http.Post("http://"+g.addr+"/v1/tool-calls", "application/json", strings.NewReader(body))
 	if err != nil {
-		g.t.Fatalf("Reading %s: %v", path, err)
+		g.t.Fatalf("Calling %s: %v", tool, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	var r callResult
 	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		g.t.Fatalf("Decoding the reply to reading %s: %v", path, err)
+		g.t.Fatalf("Decoding the reply to %s: %v", tool, err)
 	}
 	return r
 }
@@ -202,6 +208,20 @@ func startController(t *testing.T, port int) *controller.Store {
 	return store
 }
 
+// ensureControllerServiceAccount creates the controller's namespace and
+// ServiceAccount once per API server.
+func ensureControllerServiceAccount(t *testing.T) {
+	t.Helper()
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: controllerSA}},
+	} {
+		if err := testEnv.Client.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
 func createGatewayPod(t *testing.T, ns, name, ip string) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
@@ -234,11 +254,7 @@ func TestGatewaysEnforcePushedPoliciesEndToEnd(t *testing.T) { //nolint:gocyclo 
 	ctx := context.Background()
 	const ns = "e2e-push"
 	mustCreate(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if err := testEnv.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}}); err != nil &&
-		!strings.Contains(err.Error(), "already exists") {
-		t.Fatal(err)
-	}
-	mustCreate(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: controllerSA}})
+	ensureControllerServiceAccount(t)
 
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "notes.md"), []byte("hello\n"), 0o644); err != nil {
@@ -385,4 +401,64 @@ func TestGatewaysEnforcePushedPoliciesEndToEnd(t *testing.T) { //nolint:gocyclo 
 	if c := meta.FindStatusCondition(policy.Status.Conditions, policyv1alpha1.ConditionEnforced); c == nil || c.Status != metav1.ConditionFalse {
 		t.Errorf("Enforced = %+v, want False while the current generation does not compile", c)
 	}
+}
+
+// TestPluginHookFromTheClusterDeniesThroughAGateway applies a PluginHook whose
+// stdio transport runs a seed-style JavaScript plugin; the gateway starts it,
+// the plugin denies shell, and the denial shows on the PluginHook.
+func TestPluginHookFromTheClusterDeniesThroughAGateway(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("node is required for the plugin tests (.ci/run installs it)")
+	}
+	ctx := context.Background()
+	const ns = "e2e-plugin"
+	mustCreate(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	ensureControllerServiceAccount(t)
+	dir := t.TempDir()
+	plugin := filepath.Join(dir, "deny-shell.mjs")
+	src := `export default function (api) {
+  api.on("tool:before", (ctx) => ctx.toolName === "shell"
+    ? { allow: false, reason: "shell needs a human approval" }
+    : true);
+}
+`
+	if err := os.WriteFile(plugin, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	pod := createGatewayPod(t, ns, "gw", "127.0.0.4")
+	gw := startGateway(t, "127.0.0.4", port, "--workspace", dir, "--kubeconfig", testEnv.AdminKubeconfig(t),
+		"--controller-identity", controllerIdentity, "--pod-name", pod.Name, "--pod-namespace", ns, "--pod-uid", string(pod.UID))
+	startController(t, port)
+
+	hook := &policyv1alpha1.PluginHook{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "approvals"},
+		Spec: policyv1alpha1.PluginHookSpec{
+			Events:        []policyv1alpha1.PluginEvent{policyv1alpha1.EventToolBefore},
+			Transport:     policyv1alpha1.PluginTransport{Stdio: &policyv1alpha1.StdioTransport{Command: "node", Args: []string{plugin}}},
+			FailurePolicy: policyv1alpha1.FailurePolicyFail,
+		}}
+	mustCreate(t, hook)
+	poll(t, "the PluginHook to be enforced", func() (bool, string) {
+		if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(hook), hook); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(hook.Status.Conditions, policyv1alpha1.ConditionEnforced)
+		return c != nil && c.Status == metav1.ConditionTrue && gw.ready(), fmt.Sprint(c)
+	})
+
+	r := gw.call("shell", `{"command":"ls"}`)
+	if r.Status != "denied" || r.Denial == nil || r.Denial.Policy.Kind != "PluginHook" || r.Denial.Policy.Name != "approvals" ||
+		!strings.Contains(r.Denial.Reason, "shell needs a human approval") {
+		t.Fatalf("shell call = %+v / %+v, want the plugin's denial with its reason", r, r.Denial)
+	}
+	if ok := gw.readFile("deny-shell.mjs"); ok.Status != "succeeded" {
+		t.Fatalf("read_file = %+v, want the plugin to allow it", ok)
+	}
+	poll(t, "kubectl describe pluginhook to show the denial", func() (bool, string) {
+		out, err := testEnv.Kubectl(t, "describe", "pluginhook", "-n", ns, "approvals")
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(out, "ToolCallDenied") && strings.Contains(out, "shell needs a human approval"), out
+	})
 }
