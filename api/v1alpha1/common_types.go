@@ -46,6 +46,10 @@ const (
 	ReasonPending = "Pending"
 	// ReasonNoGateways means the gateway selector matches no gateway pod.
 	ReasonNoGateways = "NoGateways"
+	// ReasonPluginHealthy means no gateway reports the plugin failing.
+	ReasonPluginHealthy = "PluginHealthy"
+	// ReasonCircuitOpen means some gateway stopped calling the plugin after repeated failures.
+	ReasonCircuitOpen = "CircuitOpen"
 )
 
 // EnforcementAction says what a policy does with a call it would deny.

@@ -121,6 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Audit:       audit.NewJSONSink(stdout),
 		Plugins:     pluginHost.Build,
 		OnApplied:   pluginHost.Retain,
+		Degraded:    pluginHost.Degraded,
 		Registry:    reg,
 		Logger:      log,
 	}

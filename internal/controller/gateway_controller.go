@@ -72,14 +72,14 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if r.Pusher == nil || pod.Status.PodIP == "" {
 		return ctrl.Result{}, nil
 	}
-	pushed, err := r.Pusher.Sync(ctx, &pod, cfg)
+	pushed, degraded, err := r.Pusher.Sync(ctx, &pod, cfg)
 	if err != nil {
 		return ctrl.Result{}, err // retried with the controller's exponential backoff
 	}
 	if pushed {
 		log.Info("Pushed gateway configuration", "revision", cfg.Revision, "podIP", pod.Status.PodIP)
 	}
-	r.Store.Ack(req.NamespacedName, pod.UID, cfg)
+	r.Store.Ack(req.NamespacedName, pod.UID, cfg, degraded)
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
 }
 

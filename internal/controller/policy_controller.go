@@ -21,6 +21,7 @@ import (
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/compile"
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 )
 
 // Policy is what the status reconciler needs of a policy kind.
@@ -63,11 +64,11 @@ func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var enforces func(*corev1.Pod) bool
+	var view GatewayView
 	if r.Store != nil && r.Store.Pushing {
-		enforces = func(pod *corev1.Pod) bool { return r.Store.Enforces(pod, obj.GetUID(), obj.GetGeneration()) }
+		view = storeView{store: r.Store, obj: obj}
 	}
-	desired := DesiredStatus(obj, obj.GetPolicyStatus(), pods, enforces)
+	desired := DesiredStatus(obj, obj.GetPolicyStatus(), pods, view)
 
 	current := obj.GetPolicyStatus()
 	if equality.Semantic.DeepEqual(*current, desired) {
@@ -100,13 +101,36 @@ func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.R
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
 }
 
+// GatewayView is what the status needs to know of the gateways' reports.
+type GatewayView interface {
+	// Enforces reports whether pod acknowledged the policy's current generation.
+	Enforces(pod *corev1.Pod) bool
+	// Degraded reports whether pod reports the policy's plugin circuit open.
+	Degraded(pod *corev1.Pod) bool
+}
+
+// storeView answers GatewayView for one policy from the Store.
+type storeView struct {
+	store *Store
+	obj   client.Object
+}
+
+func (v storeView) Enforces(pod *corev1.Pod) bool {
+	return v.store.Enforces(pod, v.obj.GetUID(), v.obj.GetGeneration())
+}
+
+func (v storeView) Degraded(pod *corev1.Pod) bool {
+	return v.store.Degraded(pod, compile.HookName(compile.Ref(gatewayconfig.KindPluginHook, metav1.ObjectMeta{
+		Namespace: v.obj.GetNamespace(), Name: v.obj.GetName()})))
+}
+
 // DesiredStatus computes a policy's status from its spec and the gateway pods
 // of its namespace (pure: no API calls). current supplies existing conditions
-// so unchanged ones keep their transition time. enforces, when not nil, tells
-// whether a pod acknowledged the policy's current generation; it makes the
-// status report gateways.enforcing and the Enforced condition.
+// so unchanged ones keep their transition time. view, when not nil (the
+// controller pushes), makes the status report gateways.enforcing, the Enforced
+// condition and, for a PluginHook, the Degraded condition.
 func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, pods []corev1.Pod,
-	enforces func(*corev1.Pod) bool) policyv1alpha1.PolicyStatus {
+	view GatewayView) policyv1alpha1.PolicyStatus {
 	desired := *current.DeepCopy()
 	desired.ObservedGeneration = obj.GetGeneration()
 
@@ -119,7 +143,7 @@ func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, pods
 	}
 	meta.SetStatusCondition(&desired.Conditions, cond)
 
-	var selected, enforcing int32
+	var selected, enforcing, degraded int32
 	sel := obj.(interface{ GetGatewaySelector() *metav1.LabelSelector }).GetGatewaySelector()
 	for i := range pods {
 		if !isGateway(&pods[i]) {
@@ -127,14 +151,28 @@ func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, pods
 		}
 		if ok, err := compile.Selects(sel, pods[i].Labels); err == nil && ok {
 			selected++
-			if enforces != nil && enforces(&pods[i]) {
+			if view != nil && view.Enforces(&pods[i]) {
 				enforcing++
+			}
+			if view != nil && view.Degraded(&pods[i]) {
+				degraded++
 			}
 		}
 	}
 	desired.Gateways.Selected, desired.Gateways.Enforcing = selected, enforcing
-	if enforces == nil {
+	if view == nil {
 		return desired
+	}
+	if _, isPlugin := obj.(*policyv1alpha1.PluginHook); isPlugin {
+		d := metav1.Condition{Type: policyv1alpha1.ConditionDegraded, ObservedGeneration: obj.GetGeneration(),
+			Status: metav1.ConditionFalse, Reason: policyv1alpha1.ReasonPluginHealthy,
+			Message: "No gateway reports this plugin failing"}
+		if degraded > 0 {
+			d.Status, d.Reason = metav1.ConditionTrue, policyv1alpha1.ReasonCircuitOpen
+			d.Message = fmt.Sprintf("%d of %d selected gateways stopped calling the plugin after repeated failures "+
+				"(circuit open: its failure policy applies until a probe succeeds)", degraded, selected)
+		}
+		meta.SetStatusCondition(&desired.Conditions, d)
 	}
 	enforced := metav1.Condition{Type: policyv1alpha1.ConditionEnforced, ObservedGeneration: obj.GetGeneration()}
 	switch {

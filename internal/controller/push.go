@@ -33,10 +33,14 @@ type Pusher struct {
 	Now func() time.Time
 }
 
-// gatewayStatus is GET /v1/config's reply.
-type gatewayStatus struct {
+// GatewayStatus is what a gateway reports of itself (GET /v1/config).
+type GatewayStatus struct {
+	// Revision is the configuration in force ("" before the first one).
 	Revision string `json:"revision"`
-	IssuedAt int64  `json:"issuedAt"`
+	// IssuedAt is when that configuration was issued.
+	IssuedAt int64 `json:"issuedAt"`
+	// Degraded names the plugin hooks whose circuit breaker is open.
+	Degraded []string `json:"degraded,omitempty"`
 }
 
 func (p *Pusher) client() *http.Client {
@@ -66,25 +70,25 @@ func (p *Pusher) url(pod *corev1.Pod) string {
 	return scheme + "://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + "/v1/config"
 }
 
-// Revision asks the pod which revision it enforces.
-func (p *Pusher) Revision(ctx context.Context, pod *corev1.Pod) (string, error) {
+// Status asks the pod which revision it enforces and which plugins are degraded.
+func (p *Pusher) Status(ctx context.Context, pod *corev1.Pod) (GatewayStatus, error) {
+	var st GatewayStatus
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url(pod), nil)
 	if err != nil {
-		return "", err
+		return st, err
 	}
 	resp, err := p.client().Do(req)
 	if err != nil {
-		return "", fmt.Errorf("asking gateway %s for its revision: %w", pod.Name, err)
+		return st, fmt.Errorf("asking gateway %s for its revision: %w", pod.Name, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("gateway %s answered GET /v1/config with %s", pod.Name, resp.Status)
+		return st, fmt.Errorf("gateway %s answered GET /v1/config with %s", pod.Name, resp.Status)
 	}
-	var st gatewayStatus
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&st); err != nil {
-		return "", fmt.Errorf("decoding gateway %s's revision: %w", pod.Name, err)
+		return st, fmt.Errorf("decoding gateway %s's revision: %w", pod.Name, err)
 	}
-	return st.Revision, nil
+	return st, nil
 }
 
 // Push sends cfg to the pod and returns when the pod has acknowledged it.
@@ -121,15 +125,16 @@ func (p *Pusher) Push(ctx context.Context, pod *corev1.Pod, cfg *gatewayconfig.C
 	return nil
 }
 
-// Sync makes the pod enforce cfg: it asks for the pod's revision and pushes
-// only when it differs (a restarted gateway reports none, so it is re-pushed).
-func (p *Pusher) Sync(ctx context.Context, pod *corev1.Pod, cfg *gatewayconfig.Config) (pushed bool, err error) {
-	rev, err := p.Revision(ctx, pod)
-	if err == nil && rev == cfg.Revision {
-		return false, nil
+// Sync makes the pod enforce cfg: it asks for the pod's status and pushes
+// only when its revision differs (a restarted gateway reports none, so it is
+// re-pushed). It returns the plugin hooks the pod reported degraded.
+func (p *Pusher) Sync(ctx context.Context, pod *corev1.Pod, cfg *gatewayconfig.Config) (pushed bool, degraded []string, err error) {
+	st, err := p.Status(ctx, pod)
+	if err == nil && st.Revision == cfg.Revision {
+		return false, st.Degraded, nil
 	}
 	if err := p.Push(ctx, pod, cfg); err != nil {
-		return false, err
+		return false, nil, err
 	}
-	return true, nil
+	return true, nil, nil
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,8 +31,9 @@ type Store struct {
 }
 
 type ack struct {
-	podUID types.UID
-	cfg    *gatewayconfig.Config
+	podUID   types.UID
+	cfg      *gatewayconfig.Config
+	degraded []string
 }
 
 // NewStore returns an empty store.
@@ -75,12 +77,14 @@ func (s *Store) Delete(pod types.NamespacedName) {
 	}
 }
 
-// Ack records that the pod (by UID) enforces cfg.
-func (s *Store) Ack(pod types.NamespacedName, podUID types.UID, cfg *gatewayconfig.Config) {
+// Ack records that the pod (by UID) enforces cfg and which of its plugin
+// hooks it reports degraded.
+func (s *Store) Ack(pod types.NamespacedName, podUID types.UID, cfg *gatewayconfig.Config, degraded []string) {
+	degraded = slices.Sorted(slices.Values(degraded))
 	s.mu.Lock()
 	old, ok := s.acked[pod]
-	changed := !ok || old.podUID != podUID || old.cfg.Revision != cfg.Revision
-	s.acked[pod] = ack{podUID: podUID, cfg: cfg}
+	changed := !ok || old.podUID != podUID || old.cfg.Revision != cfg.Revision || !slices.Equal(old.degraded, degraded)
+	s.acked[pod] = ack{podUID: podUID, cfg: cfg, degraded: degraded}
 	s.mu.Unlock()
 	if changed {
 		s.notify(pod)
@@ -113,6 +117,14 @@ func (s *Store) Enforces(pod *corev1.Pod, policyUID types.UID, generation int64)
 		}
 	}
 	return false
+}
+
+// Degraded reports whether pod (by UID) reported the hook degraded.
+func (s *Store) Degraded(pod *corev1.Pod, hookName string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a, ok := s.acked[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}]
+	return ok && a.podUID == pod.UID && slices.Contains(a.degraded, hookName)
 }
 
 // Remember keeps the hooks of cfg as their policies' last good versions and

@@ -57,7 +57,8 @@ type Denial struct {
 	// Hook is the deciding hook's name (as in the seed's denial text).
 	Hook string `json:"hook"`
 	// Policy is the object the hook was compiled from; absent for the
-	// gateway's own denials (hooks "gateway", "arguments", "context").
+	// gateway's own denials (hooks "gateway", "arguments", "context") and
+	// for native hooks' (Options.Native).
 	Policy *PolicyRef `json:"policy,omitempty"`
 	// Rule is the machine-readable rule that decided.
 	Rule string `json:"rule"`

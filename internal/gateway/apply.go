@@ -28,9 +28,10 @@ type ApplyResult struct {
 // Apply puts cfg in force, as a push does: it validates cfg, rejects it when
 // it was issued before the configuration in force (cfg.IssuedAt is older),
 // does nothing when its revision is already in force, and otherwise builds a
-// new executor and swaps it in atomically. On any error the configuration in
-// force stays. An empty cfg.Revision is computed. source names the origin in
-// logs ("push", "standalone").
+// new executor from cfg's hooks followed by Options.Native and swaps it in
+// atomically. A cfg naming a hook like a native hook is invalid. On any error
+// the configuration in force stays. An empty cfg.Revision is computed. source
+// names the origin in logs ("push", "standalone").
 func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source string) (ApplyResult, error) {
 	if cfg == nil {
 		return ApplyResult{}, fmt.Errorf("%w: no configuration", ErrInvalidConfig)
@@ -40,6 +41,11 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	}
 	if err := cfg.Validate(); err != nil {
 		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	for _, h := range cfg.Hooks {
+		if _, taken := s.nativeSet[h.Name]; taken {
+			return ApplyResult{}, fmt.Errorf("%w: hook name %q is taken by a native hook of this gateway", ErrInvalidConfig, h.Name)
+		}
 	}
 
 	s.applyMu.Lock()
@@ -70,6 +76,8 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
+	// The native hooks run after the compiled list (Options.Native).
+	entries = append(entries, s.native...)
 	exec, err := hooks.NewExecutor(entries, s.tools, hooks.WithToolTimeout(s.opts.ToolTimeout), hooks.WithLogger(s.log))
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -7,6 +7,20 @@
 // Until its first configuration arrives the gateway denies every call (hook
 // "gateway", rule NoPolicy) and is not ready. A configuration is swapped in
 // atomically: calls in flight finish on the executor they started with.
+//
+// # Native Go hooks
+//
+// A custom gateway build can add its own Go hooks: it registers them in a
+// hooks.Registry (or builds the []hooks.Entry itself) and passes them as
+// Options.Native. Every applied configuration then runs them after its
+// compiled hook list — after AuditLog, the policies and the PluginHooks — in
+// the given order, so a policy or plugin that denies a call decides before
+// them. Their denials name the hook like any other and carry no policy.
+// Before the first configuration the gateway denies every call without
+// running them. Names must be unique and may not contain "/" (the compiled
+// policy hooks' "Kind/namespace/name") or be one of the reserved names; a
+// configuration whose hook names collide with them is rejected as invalid.
+// See ExampleOptions_native.
 package gateway
 
 import (
@@ -16,6 +30,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +84,9 @@ type Options struct {
 	// Plugins builds PluginHook runtimes; nil makes every plugin fail, so its
 	// failure policy applies.
 	Plugins gatewayconfig.PluginFactory
+	// Degraded, when set, returns the plugin hooks whose circuit breaker is
+	// open, reported by GET /v1/config.
+	Degraded func() []string
 	// OnApplied, when set, is called with each configuration that comes into
 	// force (after the swap), for example to stop plugins it no longer holds.
 	OnApplied func(cfg *gatewayconfig.Config)
@@ -78,6 +97,19 @@ type Options struct {
 	MaxBodyBytes int64
 	// Logger logs the gateway's own events; nil means slog.Default().
 	Logger *slog.Logger
+	// Native are Go hooks a custom gateway build appends after the compiled
+	// hook list of every configuration it applies (after AuditLog, the
+	// policies and the PluginHooks), in this order; typically the Entries of
+	// a hooks.Registry. Each entry's Action and FailOpen apply as for any
+	// hook; Policy is normally zero (denials then carry no policy). They join
+	// from the first applied configuration: before it the gateway denies
+	// every call without running any hook but AuditLog. New rejects a nil
+	// hook, an empty or duplicate name, an unknown action, a name containing
+	// "/" (reserved for compiled policy hooks, "Kind/namespace/name") and the
+	// reserved names AuditLog, gateway, arguments and context; Apply rejects a
+	// configuration that names one of its hooks like a native hook
+	// (ErrInvalidConfig).
+	Native []hooks.Entry
 }
 
 // Server is the gateway. It is safe for concurrent use; create it with New
@@ -87,6 +119,8 @@ type Server struct {
 	log       *slog.Logger
 	tools     []hooks.Tool
 	toolNames []string
+	native    []hooks.Entry       // Options.Native, copied
+	nativeSet map[string]struct{} // native hook names
 	state     *gatewayconfig.State
 	metrics   *metrics
 	denials   *denialQueue
@@ -128,7 +162,13 @@ func New(opts Options) (*Server, error) {
 	if opts.Registry == nil {
 		opts.Registry = NewRegistry()
 	}
-	s := &Server{opts: opts, log: opts.Logger, tools: opts.Tools, state: gatewayconfig.NewState()}
+	nativeSet, err := validateNative(opts.Native)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	s := &Server{opts: opts, log: opts.Logger, tools: opts.Tools, state: gatewayconfig.NewState(),
+		native: slices.Clone(opts.Native), nativeSet: nativeSet}
+	s.opts.Native = s.native
 	if s.tools == nil {
 		builtins, err := tools.Builtins(opts.Workspace, tools.Options{})
 		if err != nil {
@@ -142,7 +182,11 @@ func New(opts Options) (*Server, error) {
 		}
 		s.toolNames = append(s.toolNames, t.Name())
 	}
-	m, err := newMetrics(opts.Registry, s.toolNames)
+	nativeNames := make([]string, 0, len(s.native))
+	for _, e := range s.native {
+		nativeNames = append(nativeNames, e.Hook.Name())
+	}
+	m, err := newMetrics(opts.Registry, s.toolNames, nativeNames)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
@@ -176,8 +220,12 @@ type ConfigStatus struct {
 	Revision string `json:"revision"`
 	// IssuedAt is when its pusher issued it (Unix nanoseconds).
 	IssuedAt int64 `json:"issuedAt"`
-	// Hooks is the length of its hook list.
+	// Hooks is the length of its hook list (not counting Options.Native).
 	Hooks int `json:"hooks"`
+	// Degraded names the plugin hooks currently not being called after
+	// repeated failures (see Options.Degraded); the controller reports them
+	// on the PluginHooks' Degraded condition.
+	Degraded []string `json:"degraded,omitempty"`
 }
 
 // Status returns the configuration in force.
@@ -186,7 +234,11 @@ func (s *Server) Status() ConfigStatus {
 	if a.cfg == nil {
 		return ConfigStatus{}
 	}
-	return ConfigStatus{Revision: a.cfg.Revision, IssuedAt: a.cfg.IssuedAt, Hooks: len(a.cfg.Hooks)}
+	st := ConfigStatus{Revision: a.cfg.Revision, IssuedAt: a.cfg.IssuedAt, Hooks: len(a.cfg.Hooks)}
+	if s.opts.Degraded != nil {
+		st.Degraded = s.opts.Degraded()
+	}
+	return st
 }
 
 // noPolicy denies every call: it stands in for the hook list until the
@@ -200,3 +252,36 @@ func (noPolicy) Before(context.Context, *hooks.Call) (hooks.Verdict, error) {
 }
 
 func (noPolicy) After(context.Context, *hooks.Call, *hooks.Result) {}
+
+// reservedHookNames are the names a native hook may not take: the compiled
+// AuditLog entry's and the pseudo-hooks' the gateway and executor deny as.
+var reservedHookNames = []string{audit.Name, GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName}
+
+// validateNative checks Options.Native (see there) and returns its names.
+func validateNative(entries []hooks.Entry) (map[string]struct{}, error) {
+	names := make(map[string]struct{}, len(entries))
+	for i, e := range entries {
+		if e.Hook == nil {
+			return nil, fmt.Errorf("native hook %d: hook is nil", i)
+		}
+		name := e.Hook.Name()
+		switch {
+		case name == "":
+			return nil, fmt.Errorf("native hook %d: hook has an empty name", i)
+		case strings.Contains(name, "/"):
+			return nil, fmt.Errorf("native hook %q: a name may not contain \"/\" (compiled policy hooks are named Kind/namespace/name)", name)
+		case slices.Contains(reservedHookNames, name):
+			return nil, fmt.Errorf("native hook %q: the name is reserved", name)
+		}
+		switch e.Action {
+		case "", hooks.ActionDeny, hooks.ActionWarn:
+		default:
+			return nil, fmt.Errorf("native hook %q: unknown enforcement action %q (want Deny or Warn)", name, e.Action)
+		}
+		if _, dup := names[name]; dup {
+			return nil, fmt.Errorf("native hook %q is given twice", name)
+		}
+		names[name] = struct{}{}
+	}
+	return names, nil
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,7 @@ func TestBeforeTheFirstConfigurationEveryCallIsDeniedAndTheGatewayIsNotReady(t *
 	var st gateway.ConfigStatus
 	_, body := e.do(http.MethodGet, "/v1/config", "", nil, nil)
 	mustUnmarshal(t, body, &st)
-	if st != (gateway.ConfigStatus{}) {
+	if !reflect.DeepEqual(st, gateway.ConfigStatus{}) {
 		t.Errorf("config status %+v before any configuration", st)
 	}
 	recs := e.audit.all()
@@ -69,7 +70,7 @@ func TestAPushPutsPoliciesInForce(t *testing.T) {
 	var st gateway.ConfigStatus
 	_, body := e.do(http.MethodGet, "/v1/config", "", nil, nil)
 	mustUnmarshal(t, body, &st)
-	if st != (gateway.ConfigStatus{Revision: cfg.Revision, IssuedAt: 100, Hooks: 2}) {
+	if !reflect.DeepEqual(st, gateway.ConfigStatus{Revision: cfg.Revision, IssuedAt: 100, Hooks: 2}) {
 		t.Errorf("GET /v1/config = %+v", st)
 	}
 

@@ -62,12 +62,13 @@ type metrics struct {
 	tools     *boundedLabel
 	hookNames *boundedLabel
 	builtins  []string
+	native    []string // native hook names, known with every configuration
 
 	mu          sync.Mutex
 	revisionSet string
 }
 
-func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, toolNames, nativeHooks []string) (*metrics, error) {
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolhooks_tool_calls_total",
@@ -127,6 +128,7 @@ func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error)
 		m.rejections.WithLabelValues(r)
 	}
 	m.tools.setKnown(toolNames)
+	m.native = nativeHooks
 	m.hookNames.setKnown([]string{GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName})
 	return m, nil
 }
@@ -142,11 +144,12 @@ func (m *metrics) setConfig(cfg *gatewayconfig.Config) {
 	}
 	m.issuedAt.Set(float64(cfg.IssuedAt) / float64(time.Second))
 	m.hooks.Set(float64(len(cfg.Hooks)))
-	names := make([]string, 0, 3+len(cfg.Hooks))
+	names := make([]string, 0, 3+len(cfg.Hooks)+len(m.native))
 	names = append(names, GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName)
 	for _, h := range cfg.Hooks {
 		names = append(names, h.Name)
 	}
+	names = append(names, m.native...) // they run with every configuration
 	m.hookNames.setKnown(names)
 	m.tools.setKnown(append(append([]string(nil), m.builtins...), configuredTools(cfg)...))
 }

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -235,6 +236,19 @@ func (m *Manager) States() map[string]State {
 	for name, p := range m.byName {
 		out[name] = p.br.current()
 	}
+	return out
+}
+
+// Degraded returns, sorted, the names of the plugin hooks whose circuit is not
+// closed (open, or half-open waiting for a probe), for the gateway to report.
+func (m *Manager) Degraded() []string {
+	var out []string
+	for name, st := range m.States() {
+		if st != StateClosed {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 

@@ -461,4 +461,43 @@ func TestPluginHookFromTheClusterDeniesThroughAGateway(t *testing.T) {
 		}
 		return strings.Contains(out, "ToolCallDenied") && strings.Contains(out, "shell needs a human approval"), out
 	})
+
+	// A plugin that keeps failing: its failure policy (Ignore) applies, and once
+	// its circuit opens the PluginHook reports Degraded.
+	broken := filepath.Join(dir, "broken.mjs")
+	if err := os.WriteFile(broken, []byte(`export default function (api) {
+  api.on("tool:before", () => { throw new Error("approval backend down"); });
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flaky := &policyv1alpha1.PluginHook{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flaky"},
+		Spec: policyv1alpha1.PluginHookSpec{
+			Events:    []policyv1alpha1.PluginEvent{policyv1alpha1.EventToolBefore},
+			Tools:     []string{"list_dir"},
+			Transport: policyv1alpha1.PluginTransport{Stdio: &policyv1alpha1.StdioTransport{Command: "node", Args: []string{broken}}},
+		}}
+	mustCreate(t, flaky)
+	poll(t, "the flaky PluginHook to be enforced", func() (bool, string) {
+		if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(flaky), flaky); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(flaky.Status.Conditions, policyv1alpha1.ConditionEnforced)
+		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprint(c)
+	})
+	for i := range 6 {
+		if r := gw.call("list_dir", `{"path":"."}`); r.Status != "succeeded" {
+			t.Fatalf("list_dir %d with a failing Ignore plugin = %+v, want it to proceed", i, r)
+		}
+	}
+	poll(t, "Degraded=True on the flaky PluginHook", func() (bool, string) {
+		if err := testEnv.Client.Get(ctx, client.ObjectKeyFromObject(flaky), flaky); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(flaky.Status.Conditions, policyv1alpha1.ConditionDegraded)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == policyv1alpha1.ReasonCircuitOpen, fmt.Sprint(c)
+	})
+	if c := meta.FindStatusCondition(hook.Status.Conditions, policyv1alpha1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("the healthy plugin's Degraded = %+v, want False", c)
+	}
 }
