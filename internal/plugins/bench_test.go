@@ -84,3 +84,32 @@ func BenchmarkBeforeParallel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTimeoutOvershoot measures how far past its 200 ms timeout a call
+// to a plugin that never answers in time returns (the issue's bound: 50 ms).
+func BenchmarkTimeoutOvershoot(b *testing.B) {
+	m := newManager(b, Options{BreakerThreshold: 1 << 30})
+	const timeout = 200 * time.Millisecond
+	hk := build(b, m, spec("bench-sleepy", gatewayconfig.Plugin{Before: true, TimeoutMillis: timeout.Milliseconds(),
+		Stdio: nodePlugin(b, "sleepy.mjs", map[string]string{"SLEEP_MS": "5000"})}))
+	ctx := context.Background()
+	// Start the process: node's start-up can itself exceed the timeout.
+	for i := 0; ; i++ {
+		if _, err := hk.Before(ctx, newCall("read_file", `{}`)); err == nil {
+			break
+		} else if i == 50 {
+			b.Fatalf("plugin never answered: %v", err)
+		}
+	}
+	var worst time.Duration
+	for b.Loop() {
+		start := time.Now()
+		_, err := hk.Before(ctx, newCall("slow", `{}`))
+		over := time.Since(start) - timeout
+		if FailureKind(err) != KindTimeout {
+			b.Fatalf("error %v, want a timeout", err)
+		}
+		worst = max(worst, over)
+	}
+	b.ReportMetric(float64(worst.Microseconds())/1000, "max-overshoot-ms")
+}
