@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -81,6 +82,12 @@ func (k *kubeFlags) setup(ctx context.Context, opts *gateway.Options, log *slog.
 		return nil, err
 	}
 	opts.DenialSink = events
+	if opts.Registry != nil {
+		opts.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "toolhooks_denial_events_rate_limited_total",
+			Help: "Denials not recorded as Kubernetes Events because the events rate limit was reached.",
+		}, func() float64 { return float64(events.Dropped()) }))
+	}
 	log.Info("Cluster mode", "controllerIdentity", identity, "audience", k.audience, "pod", k.podNamespace+"/"+k.podName)
 	return events.Stop, nil
 }

@@ -91,17 +91,6 @@ func (s *Store) Ack(pod types.NamespacedName, podUID types.UID, cfg *gatewayconf
 	}
 }
 
-// Acked returns the revision pod acknowledged, if any.
-func (s *Store) Acked(pod types.NamespacedName) (string, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	a, ok := s.acked[pod]
-	if !ok {
-		return "", false
-	}
-	return a.cfg.Revision, true
-}
-
 // Enforces reports whether pod acknowledged a configuration holding the
 // policy (by UID) at generation.
 func (s *Store) Enforces(pod *corev1.Pod, policyUID types.UID, generation int64) bool {
