@@ -232,9 +232,12 @@ func (p unavailablePlugin) Before(_ context.Context, call *hooks.Call) (hooks.Ve
 // Subscribed reports whether the plugin's before-hook is called for tool: it
 // subscribes to tool:before and tool matches one of its Tools globs (or it has none).
 func (p *Plugin) Subscribed(tool string) bool {
-	if !p.Before {
-		return false
-	}
+	return p.Before && p.MatchesTool(tool)
+}
+
+// MatchesTool reports whether the plugin's tools globs let tool through
+// (no globs: every tool).
+func (p *Plugin) MatchesTool(tool string) bool {
 	if len(p.Tools) == 0 {
 		return true
 	}

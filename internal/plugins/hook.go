@@ -7,8 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/bmatcuk/doublestar/v4"
-
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
@@ -25,7 +24,8 @@ type pluginHook struct {
 	before  bool
 	after   bool
 	timeout time.Duration
-	tools   []string
+	// spec is the hook's compiled plugin spec (its tools filter).
+	spec gatewayconfig.Plugin
 }
 
 // Name returns the PluginHook's hook name.
@@ -38,7 +38,7 @@ func (h *pluginHook) Name() string { return h.name }
 // its kind, and the entry's failure policy (FailOpen) decides; when the
 // circuit breaker is open the plugin is not called (kind circuitOpen).
 func (h *pluginHook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
-	if !h.before || !h.matches(call.Tool) {
+	if !h.before || !h.spec.MatchesTool(call.Tool) {
 		return hooks.Allow, nil
 	}
 	p := h.p
@@ -85,7 +85,7 @@ func (h *pluginHook) failed(e *Error) error {
 // filter. It never blocks: when the plugin's queue is full the event is
 // dropped and counted.
 func (h *pluginHook) After(_ context.Context, call *hooks.Call, res *hooks.Result) {
-	if !h.after || !h.matches(call.Tool) {
+	if !h.after || !h.spec.MatchesTool(call.Tool) {
 		return
 	}
 	switch res.Status {
@@ -106,19 +106,6 @@ func (h *pluginHook) After(_ context.Context, call *hooks.Call, res *hooks.Resul
 				"correlationId", call.CorrelationID)
 		}
 	}
-}
-
-// matches reports whether the tool filter lets tool through (no filter: all).
-func (h *pluginHook) matches(tool string) bool {
-	if len(h.tools) == 0 {
-		return true
-	}
-	for _, g := range h.tools {
-		if ok, _ := doublestar.Match(g, tool); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // newParams returns the seed's hook context for call.

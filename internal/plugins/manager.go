@@ -34,7 +34,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bmatcuk/doublestar/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
@@ -44,7 +43,6 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultTimeout          = 5 * time.Second
 	DefaultBreakerThreshold = 5
 	DefaultBreakerCooldown  = 10 * time.Second
 	DefaultAfterQueueSize   = 256
@@ -153,12 +151,8 @@ func (m *Manager) Build(h gatewayconfig.Hook) (hooks.Hook, error) {
 	if h.Plugin == nil {
 		return nil, fmt.Errorf("hook %s has no plugin spec: %w", h.Name, gatewayconfig.ErrInvalidSpec)
 	}
-	tools := make([]string, 0, len(h.Plugin.Tools))
-	for _, g := range h.Plugin.Tools {
-		if !doublestar.ValidatePattern(g) {
-			return nil, fmt.Errorf("plugin tools pattern %q: %w", g, gatewayconfig.ErrInvalidGlob)
-		}
-		tools = append(tools, g)
+	if err := h.Validate(); err != nil {
+		return nil, err
 	}
 	key := pluginKey(h)
 	m.mu.Lock()
@@ -176,12 +170,9 @@ func (m *Manager) Build(h gatewayconfig.Hook) (hooks.Hook, error) {
 	}
 	p.refs++
 	m.byName[h.Name] = p
-	timeout := h.Plugin.Timeout()
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	hk := &pluginHook{p: p, name: h.Name, before: h.Plugin.Before, after: h.Plugin.After, timeout: timeout,
-		tools: tools}
+	// Validate guarantees a timeout in (0, 30s].
+	hk := &pluginHook{p: p, name: h.Name, before: h.Plugin.Before, after: h.Plugin.After, timeout: h.Plugin.Timeout(),
+		spec: *h.Plugin}
 	runtime.AddCleanup(hk, m.release, p)
 	return hk, nil
 }
