@@ -47,7 +47,13 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // run executes the plugin with args and returns the process exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runIO(args, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with stdin (read by claude-hook).
+func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
+	root.SetIn(stdin)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {
@@ -78,7 +84,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newCheckCmd(), newTestCmd(), newVersionCmd())
+	root.AddCommand(newCheckCmd(), newTestCmd(), newVersionCmd(), newClaudeHookCmd())
 	return root
 }
 

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"os/user"
+
+	"github.com/spf13/cobra"
+
+	"github.com/toolhooks/toolhooks/internal/claudehook"
+)
+
+// Environment variables claude-hook reads when the flags are not given.
+const (
+	envGateway      = "TOOLHOOKS_GATEWAY"
+	envGatewayToken = "TOOLHOOKS_GATEWAY_TOKEN" //nolint:gosec // the variable's name, not a credential
+)
+
+func newClaudeHookCmd() *cobra.Command {
+	o := claudehook.Options{}
+	cmd := &cobra.Command{
+		Use:   "claude-hook --gateway URL",
+		Short: "Gate Claude Code's tool calls through a toolhooks gateway (a PreToolUse command hook)",
+		Long: `Read one Claude Code hook event (PreToolUse or PostToolUse) on stdin, ask the gateway's
+POST /v1/decisions about the tool call and answer in Claude Code's hook protocol:
+
+  exit 0   allowed: Claude Code's own permission rules still apply (never bypassed)
+  exit 2   denied: the reason (hook, policy, rule, reason) is on stderr, which Claude
+           Code shows to the model; also every error (bad input, unknown event)
+
+Tools map as: Bash -> shell {command, cwd}, Read -> read_file, Write -> write_file,
+Edit/MultiEdit/NotebookEdit -> edit_file, Glob -> glob, Grep -> grep, LS -> list_dir,
+WebFetch -> web_fetch, WebSearch -> web_search, mcp__<server>__<tool> -> <server>_<tool>;
+any other tool keeps its Claude Code name (mutating for readonly mode).
+The session id is Claude Code's session_id, the channel "claude-code".
+
+A gateway that cannot be reached or answers with an error denies (--on-error=deny, the
+default); --on-error=allow lets the call through with a warning on stderr.
+PostToolUse events are checked and exit 0: the gateway audits each call when it decides it.`,
+		Example: `  # .claude/settings.json: {"hooks":{"PreToolUse":[{"matcher":"*","hooks":[
+  #   {"type":"command","command":"kubectl-toolhooks claude-hook --gateway http://127.0.0.1:8080"}]}]}}
+  echo '{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/w/.env"}}' |
+    kubectl toolhooks claude-hook --gateway http://127.0.0.1:8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Gateway == "" {
+				o.Gateway = os.Getenv(envGateway)
+			}
+			if o.Token == "" {
+				o.Token = os.Getenv(envGatewayToken)
+			}
+			if o.Sender == "" {
+				if u, err := user.Current(); err == nil {
+					o.Sender = u.Username
+				}
+			}
+			code := claudehook.Run(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr(), o)
+			if code != claudehook.ExitAllow {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Gateway, "gateway", "", "gateway base URL (default $"+envGateway+")")
+	fl.StringVar(&o.Token, "token", "", "bearer token for the gateway (default $"+envGatewayToken+"; prefer the variable: flags show in ps)")
+	fl.StringVar(&o.Sender, "sender", "", "sender id of the calls (default: the OS user)")
+	fl.StringVar(&o.OnError, "on-error", claudehook.OnErrorDeny, "when the gateway cannot decide: deny or allow")
+	fl.DurationVar(&o.Timeout, "timeout", claudehook.DefaultTimeout, "timeout of one decision request")
+	return cmd
+}

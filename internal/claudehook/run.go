@@ -1,0 +1,203 @@
+package claudehook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/toolhooks/toolhooks/internal/gateway"
+)
+
+// Exit codes of the Claude Code hook protocol.
+const (
+	// ExitAllow lets the call go on to Claude Code's own permission checks.
+	ExitAllow = 0
+	// ExitDeny blocks the call; stderr is the reason shown to the model.
+	ExitDeny = 2
+)
+
+// Channel is the channel id of every call the adapter sends.
+const Channel = "claude-code"
+
+// OnError values: what a gateway that cannot answer means.
+const (
+	OnErrorDeny  = "deny"
+	OnErrorAllow = "allow"
+)
+
+// DefaultTimeout bounds one decision request.
+const DefaultTimeout = 10 * time.Second
+
+// maxResponseBytes bounds the gateway's answer.
+const maxResponseBytes = 1 << 20
+
+// Options configure Run.
+type Options struct {
+	// Gateway is the gateway's base URL (http or https).
+	Gateway string
+	// Token, when set, is sent as "Authorization: Bearer <token>".
+	Token string
+	// Sender is the calls' sender id.
+	Sender string
+	// OnError is OnErrorDeny (the default when empty) or OnErrorAllow.
+	OnError string
+	// Timeout bounds the decision request (default DefaultTimeout).
+	Timeout time.Duration
+	// HTTPClient sends the request (default: a client with no redirects followed).
+	HTTPClient *http.Client
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	if o.Gateway == "" {
+		return errors.New("--gateway URL is required (or TOOLHOOKS_GATEWAY)")
+	}
+	u, err := url.Parse(o.Gateway)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--gateway %q is not an http(s) URL", o.Gateway)
+	}
+	switch o.OnError {
+	case "", OnErrorDeny, OnErrorAllow:
+	default:
+		return fmt.Errorf("--on-error %q (want deny or allow)", o.OnError)
+	}
+	return nil
+}
+
+// Run handles one hook event read from stdin and returns the exit code.
+// Denials, bad input and bad options are explained on stderr and exit
+// ExitDeny; a gateway that cannot be reached or answers with an error does
+// too, unless OnError is OnErrorAllow, which exits ExitAllow after saying
+// so on stderr. Nothing is written to stdout: Claude Code reads stdout as
+// JSON output on exit 0, and the adapter has no decision to add there.
+func Run(ctx context.Context, stdin io.Reader, stderr io.Writer, o Options) int {
+	if err := o.Validate(); err != nil {
+		return deny(stderr, "toolhooks claude-hook: %v; denying", err)
+	}
+	in, err := ReadInput(stdin)
+	if err != nil {
+		return deny(stderr, "toolhooks claude-hook: %v; denying", err)
+	}
+	switch in.HookEventName {
+	case EventPreToolUse:
+	case EventPostToolUse:
+		// The gateway audits the call when it decides it (PreToolUse) and
+		// has no endpoint for results of tools it did not run: nothing to do.
+		return ExitAllow
+	default:
+		return deny(stderr, "toolhooks claude-hook: hook event %q is not supported (PreToolUse and PostToolUse are); denying", in.HookEventName)
+	}
+	call, err := MapTool(in)
+	if err != nil {
+		return deny(stderr, "toolhooks claude-hook: %v; denying", err)
+	}
+	d, err := Decide(ctx, o, in, call)
+	if err != nil {
+		if o.OnError == OnErrorAllow {
+			_, _ = fmt.Fprintf(stderr, "toolhooks claude-hook: WARNING: %v; ALLOWING %s without a policy decision (--on-error=allow)\n",
+				err, in.ToolName)
+			return ExitAllow
+		}
+		return deny(stderr, "toolhooks claude-hook: %v; denying %s (--on-error=deny)", err, in.ToolName)
+	}
+	for _, w := range d.Warnings {
+		_, _ = fmt.Fprintf(stderr, "toolhooks: warning: %s would deny (rule %s): %s\n", w.Hook, w.Rule, w.Reason)
+	}
+	if d.Allowed {
+		return ExitAllow
+	}
+	if d.Denial == nil {
+		return deny(stderr, "Tool execution denied by the toolhooks gateway (no reason given)")
+	}
+	return deny(stderr, "%s", DenialText(d.Denial))
+}
+
+// DenialText is the reason shown to the model: the gateway's denial text
+// ("Tool execution denied by hook: <hook>") with the rule, the reason and
+// the policy when the hook's name does not already say it.
+func DenialText(d *gateway.Denial) string {
+	text := "Tool execution denied by hook: " + d.Hook
+	var parts []string
+	if p := d.Policy; p != nil && d.Hook != p.Kind+"/"+p.Namespace+"/"+p.Name {
+		parts = append(parts, "policy "+p.Kind+" "+p.Namespace+"/"+p.Name)
+	}
+	if d.Rule != "" {
+		parts = append(parts, "rule "+d.Rule)
+	}
+	if len(parts) > 0 {
+		text += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if d.Reason != "" {
+		text += ": " + d.Reason
+	}
+	return text
+}
+
+func deny(stderr io.Writer, format string, a ...any) int {
+	_, _ = fmt.Fprintf(stderr, format+"\n", a...)
+	return ExitDeny
+}
+
+// Decide asks the gateway's POST /v1/decisions about call. Any answer but a
+// 200 with a decision is an error.
+func Decide(ctx context.Context, o Options, in *Input, call Call) (*gateway.DecisionResponse, error) {
+	args, err := json.Marshal(call.Args)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the arguments: %w", err)
+	}
+	body, err := json.Marshal(gateway.ToolCallRequest{
+		SessionID: in.SessionID, ChannelID: Channel, SenderID: o.Sender, CorrelationID: in.ToolUseID,
+		Tool: call.Tool, Arguments: args,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the request: %w", err)
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	endpoint := strings.TrimRight(o.Gateway, "/") + "/v1/decisions"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("gateway request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if o.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+o.Token)
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		hc = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("gateway %s unreachable: %w", o.Gateway, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return nil, fmt.Errorf("reading the gateway's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e gateway.ErrorResponse
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return nil, fmt.Errorf("gateway answered %s: %s", resp.Status, e.Error)
+		}
+		return nil, fmt.Errorf("gateway answered %s", resp.Status)
+	}
+	var d gateway.DecisionResponse
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&d); err != nil {
+		return nil, fmt.Errorf("gateway answer is not a decision: %w", err)
+	}
+	return &d, nil
+}
