@@ -1,7 +1,10 @@
 // Command kubectl-toolhooks is the toolhooks kubectl plugin. It evaluates
 // tool calls against policy files offline, through the same compile path and
 // executor as the gateway (check), and runs PolicyTest suites (test), so
-// platform teams can test their policies in CI without a cluster.
+// platform teams can test their policies in CI without a cluster. It also
+// lists the denials gateways recorded as Events on policies (denials) and
+// gates Claude Code's tool calls through a gateway (claude-hook, whose exit
+// codes follow Claude Code's hook protocol: 0 allowed, 2 denied).
 //
 // Exit codes: 0 allowed / all cases passed, 1 denied / a case failed,
 // 2 bad input (unreadable or invalid files, policies that do not compile,
@@ -73,9 +76,10 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-toolhooks",
-		Short: "Check and test toolhooks policies offline",
+		Short: "Check and test toolhooks policies, list their denials, gate Claude Code",
 		Long: "kubectl-toolhooks evaluates tool calls against AutonomyPolicy, ContractPolicy and PluginHook files\n" +
-			"through the same compile path and executor as the toolhooks gateway, without a cluster.\n\n" +
+			"through the same compile path and executor as the toolhooks gateway, without a cluster (check, test),\n" +
+			"lists the denials gateways recorded as Events (denials) and gates Claude Code's tool calls (claude-hook).\n\n" +
 			"Exit codes: 0 allowed (or every case passed), 1 denied (or a case failed), 2 bad input.",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl toolhooks"},
 		SilenceUsage:  true,
@@ -84,7 +88,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newCheckCmd(), newTestCmd(), newVersionCmd(), newClaudeHookCmd())
+	root.AddCommand(newCheckCmd(), newTestCmd(), newVersionCmd(), newClaudeHookCmd(), newDenialsCmd())
 	return root
 }
 
