@@ -23,7 +23,8 @@
 //	Edit                      edit_file {path, old_string, new_string}
 //	MultiEdit                 edit_file {path, edits}
 //	NotebookEdit              edit_file {path, new_string}
-//	Glob                      glob {pattern, path}       (path: the input's, else cwd)
+//	Glob                      glob {pattern, path, paths} (path: the input's, else cwd;
+//	                          paths: the pattern's literal leading directory)
 //	Grep                      grep {pattern, path, glob} (path: the input's, else cwd)
 //	LS                        list_dir {path}
 //	WebFetch                  web_fetch {url}
@@ -177,6 +178,7 @@ func MapTool(in *Input) (Call, error) {
 	case "Glob":
 		m.req("pattern", "pattern")
 		m.pathOrCwd()
+		m.patternBase()
 		return m.done("glob")
 	case "Grep":
 		m.req("pattern", "pattern")
@@ -247,6 +249,36 @@ func (m *mapper) pathOrCwd() {
 		return
 	}
 	m.opt("path", m.in.Cwd)
+}
+
+// patternBase adds the directory a glob pattern starts from (its literal
+// leading segments, appended to the path when relative) as "paths", so that
+// "/etc/**" or "../../**" is checked like the directory it lists.
+func (m *mapper) patternBase() {
+	pattern, _ := m.dst["pattern"].(string)
+	if pattern == "" {
+		return
+	}
+	var lit []string
+	for seg := range strings.SplitSeq(pattern, "/") {
+		if strings.ContainsAny(seg, "*?[{\\") {
+			break
+		}
+		lit = append(lit, seg)
+	}
+	base := strings.Join(lit, "/")
+	if strings.HasPrefix(pattern, "/") && base == "" {
+		base = "/"
+	}
+	if base == "" {
+		return
+	}
+	if dir, ok := m.dst["path"].(string); ok && dir != "" && !strings.HasPrefix(base, "/") && !strings.HasPrefix(base, "~") {
+		// Not path.Join: ".." stays for the autonomy hook to resolve
+		// symlink-safely, never cleaned lexically here.
+		base = strings.TrimRight(dir, "/") + "/" + base
+	}
+	m.dst["paths"] = []any{base}
 }
 
 func (m *mapper) done(tool string) (Call, error) {

@@ -49,7 +49,7 @@ type gw struct {
 // startGateway runs the gateway in-process with testdata/policyFile applied
 // through the standalone compile path (WORKSPACE replaced by a new
 // workspace), behind wrap when set.
-func startGateway(t *testing.T, policyFile string, wrap func(http.Handler) http.Handler) *gw {
+func startGateway(t testing.TB, policyFile string, wrap func(http.Handler) http.Handler) *gw {
 	t.Helper()
 	ws := t.TempDir()
 	writeFile(t, filepath.Join(ws, "README.md"), "# project\n")
@@ -78,7 +78,7 @@ func startGateway(t *testing.T, policyFile string, wrap func(http.Handler) http.
 	return &gw{url: srv.URL, ws: ws, audit: al}
 }
 
-func writeFile(t *testing.T, path, body string) {
+func writeFile(t testing.TB, path, body string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -168,6 +168,21 @@ func TestRecordedPayloadsAgainstARealGateway(t *testing.T) {
 				t.Errorf("gateway outcome %q, want %q", r.Outcome, wantOutcome)
 			}
 		})
+	}
+}
+
+func TestGlobOutsideTheWorkspaceIsDenied(t *testing.T) {
+	g := startGateway(t, "policies.yaml", nil)
+	for _, pattern := range []string{"/etc/**", "../../../../../etc/*", "/**/id_rsa"} {
+		in := `{"session_id":"s","cwd":"` + g.ws + `","hook_event_name":"PreToolUse","tool_name":"Glob","tool_input":{"pattern":"` + pattern + `"}}`
+		got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev"})
+		if got.code != 2 || !strings.Contains(got.stderr, "rule workspaceOnly") {
+			t.Errorf("Glob %q: exit %d stderr %q; want a workspaceOnly denial", pattern, got.code, got.stderr)
+		}
+	}
+	in := `{"session_id":"s","cwd":"` + g.ws + `","hook_event_name":"PreToolUse","tool_name":"Glob","tool_input":{"pattern":"config/**/*.yaml"}}`
+	if got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev"}); got.code != 0 {
+		t.Errorf("Glob inside the workspace: exit %d stderr %q", got.code, got.stderr)
 	}
 }
 
@@ -352,6 +367,10 @@ func TestMapTool(t *testing.T) {
 		{"NotebookEdit", "NotebookEdit", `{"notebook_path":"/w/n.ipynb","new_source":"x"}`, "edit_file", `{"new_string":"x","path":"/w/n.ipynb"}`},
 		{"Glob without a path uses cwd", "Glob", `{"pattern":"**/*.go"}`, "glob", `{"path":"/w","pattern":"**/*.go"}`},
 		{"Glob with a path", "Glob", `{"pattern":"*.go","path":"/etc"}`, "glob", `{"path":"/etc","pattern":"*.go"}`},
+		{"Glob of an absolute pattern", "Glob", `{"pattern":"/etc/ssh/*_key"}`, "glob", `{"path":"/w","paths":["/etc/ssh"],"pattern":"/etc/ssh/*_key"}`},
+		{"Glob of the root", "Glob", `{"pattern":"/**/id_rsa"}`, "glob", `{"path":"/w","paths":["/"],"pattern":"/**/id_rsa"}`},
+		{"Glob climbing out", "Glob", `{"pattern":"../../etc/*"}`, "glob", `{"path":"/w","paths":["/w/../../etc"],"pattern":"../../etc/*"}`},
+		{"Glob below the path", "Glob", `{"pattern":"src/**/*.go","path":"/w/a"}`, "glob", `{"path":"/w/a","paths":["/w/a/src"],"pattern":"src/**/*.go"}`},
 		{"Grep", "Grep", `{"pattern":"x","glob":"*.go","output_mode":"content"}`, "grep", `{"glob":"*.go","path":"/w","pattern":"x"}`},
 		{"LS", "LS", `{"path":"/w/src"}`, "list_dir", `{"path":"/w/src"}`},
 		{"WebFetch", "WebFetch", `{"url":"https://example.com","prompt":"p"}`, "web_fetch", `{"url":"https://example.com"}`},
@@ -395,5 +414,25 @@ func TestDenialText(t *testing.T) {
 		if got := claudehook.DenialText(&c.d); got != c.want {
 			t.Errorf("got %q, want %q", got, c.want)
 		}
+	}
+}
+
+// BenchmarkRunPreToolUse measures one hook run (parse, map, HTTP decision
+// from a real in-process gateway, answer), without the process start.
+func BenchmarkRunPreToolUse(b *testing.B) {
+	for _, file := range []string{"pre_read_allowed.json", "pre_bash_rm.json"} {
+		b.Run(file, func(b *testing.B) {
+			g := startGateway(b, "policies.yaml", nil)
+			body, err := os.ReadFile(filepath.Join("testdata", file))
+			if err != nil {
+				b.Fatal(err)
+			}
+			in := strings.ReplaceAll(string(body), "${WORKSPACE}", g.ws)
+			o := claudehook.Options{Gateway: g.url, Sender: "dev"}
+			b.ReportAllocs()
+			for b.Loop() {
+				claudehook.Run(b.Context(), strings.NewReader(in), io.Discard, o)
+			}
+		})
 	}
 }
