@@ -400,15 +400,15 @@ func TestMapTool(t *testing.T) {
 
 func TestDenialText(t *testing.T) {
 	cases := []struct {
-		d    gateway.Denial
+		d    claudehook.Denial
 		want string
 	}{
-		{gateway.Denial{Hook: "AutonomyPolicy/ns/p", Policy: &gateway.PolicyRef{Kind: "AutonomyPolicy", Namespace: "ns", Name: "p"}, Rule: "r", Reason: "why"},
+		{claudehook.Denial{Hook: "AutonomyPolicy/ns/p", Policy: &claudehook.PolicyRef{Kind: "AutonomyPolicy", Namespace: "ns", Name: "p"}, Rule: "r", Reason: "why"},
 			"Tool execution denied by hook: AutonomyPolicy/ns/p (rule r): why"},
-		{gateway.Denial{Hook: "approvals", Policy: &gateway.PolicyRef{Kind: "PluginHook", Namespace: "ns", Name: "p"}, Rule: "r", Reason: "why"},
+		{claudehook.Denial{Hook: "approvals", Policy: &claudehook.PolicyRef{Kind: "PluginHook", Namespace: "ns", Name: "p"}, Rule: "r", Reason: "why"},
 			"Tool execution denied by hook: approvals (policy PluginHook ns/p, rule r): why"},
-		{gateway.Denial{Hook: "gateway", Rule: "NoPolicy", Reason: "none"}, "Tool execution denied by hook: gateway (rule NoPolicy): none"},
-		{gateway.Denial{Hook: "native"}, "Tool execution denied by hook: native"},
+		{claudehook.Denial{Hook: "gateway", Rule: "NoPolicy", Reason: "none"}, "Tool execution denied by hook: gateway (rule NoPolicy): none"},
+		{claudehook.Denial{Hook: "native"}, "Tool execution denied by hook: native"},
 	}
 	for _, c := range cases {
 		if got := claudehook.DenialText(&c.d); got != c.want {

@@ -11,8 +11,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/toolhooks/toolhooks/internal/gateway"
 )
 
 // Exit codes of the Claude Code hook protocol.
@@ -122,7 +120,7 @@ func Run(ctx context.Context, stdin io.Reader, stderr io.Writer, o Options) int 
 // DenialText is the reason shown to the model: the gateway's denial text
 // ("Tool execution denied by hook: <hook>") with the rule, the reason and
 // the policy when the hook's name does not already say it.
-func DenialText(d *gateway.Denial) string {
+func DenialText(d *Denial) string {
 	text := "Tool execution denied by hook: " + d.Hook
 	var parts []string
 	if p := d.Policy; p != nil && d.Hook != p.Kind+"/"+p.Namespace+"/"+p.Name {
@@ -147,12 +145,12 @@ func deny(stderr io.Writer, format string, a ...any) int {
 
 // Decide asks the gateway's POST /v1/decisions about call. Any answer but a
 // 200 with a decision is an error.
-func Decide(ctx context.Context, o Options, in *Input, call Call) (*gateway.DecisionResponse, error) {
+func Decide(ctx context.Context, o Options, in *Input, call Call) (*Decision, error) {
 	args, err := json.Marshal(call.Args)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the arguments: %w", err)
 	}
-	body, err := json.Marshal(gateway.ToolCallRequest{
+	body, err := json.Marshal(decisionRequest{
 		SessionID: in.SessionID, ChannelID: Channel, SenderID: o.Sender, CorrelationID: in.ToolUseID,
 		Tool: call.Tool, Arguments: args,
 	})
@@ -188,13 +186,13 @@ func Decide(ctx context.Context, o Options, in *Input, call Call) (*gateway.Deci
 		return nil, fmt.Errorf("reading the gateway's answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e gateway.ErrorResponse
+		var e errorResponse
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
 			return nil, fmt.Errorf("gateway answered %s: %s", resp.Status, e.Error)
 		}
 		return nil, fmt.Errorf("gateway answered %s", resp.Status)
 	}
-	var d gateway.DecisionResponse
+	var d Decision
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&d); err != nil {
 		return nil, fmt.Errorf("gateway answer is not a decision: %w", err)
