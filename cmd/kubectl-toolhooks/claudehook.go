@@ -30,7 +30,9 @@ POST /v1/decisions about the tool call and answer in Claude Code's hook protocol
 Tools map as: Bash -> shell {command, cwd}, Read -> read_file, Write -> write_file,
 Edit/MultiEdit/NotebookEdit -> edit_file, Glob -> glob, Grep -> grep, LS -> list_dir,
 WebFetch -> web_fetch, WebSearch -> web_search, mcp__<server>__<tool> -> <server>_<tool>;
-any other tool keeps its Claude Code name (mutating for readonly mode).
+any other tool keeps its Claude Code name (mutating for readonly mode). Tools of the MCP
+servers named by --gateway-mcp-server (the gateway's own /mcp endpoint, which gates them
+itself) pass without a request, so budgets do not count them twice.
 The session id is Claude Code's session_id, the channel "claude-code".
 
 A gateway that cannot be reached or answers with an error denies (--on-error=deny, the
@@ -66,5 +68,7 @@ PostToolUse events are checked and exit 0: the gateway audits each call when it 
 	fl.StringVar(&o.Sender, "sender", "", "sender id of the calls (default: the OS user)")
 	fl.StringVar(&o.OnError, "on-error", claudehook.OnErrorDeny, "when the gateway cannot decide: deny or allow")
 	fl.DurationVar(&o.Timeout, "timeout", claudehook.DefaultTimeout, "timeout of one decision request")
+	fl.StringSliceVar(&o.GatewayMCPServers, "gateway-mcp-server", nil,
+		"Claude Code MCP server names that are this gateway's /mcp endpoint: their calls are gated there, not asked twice")
 	return cmd
 }

@@ -205,6 +205,16 @@ func MapTool(in *Input) (Call, error) {
 	return Call{Tool: in.ToolName, Args: args}, nil
 }
 
+// mcpServer returns the server of an mcp__<server>__<tool> name.
+func mcpServer(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return "", false
+	}
+	server, tool, ok := strings.Cut(rest, "__")
+	return server, ok && server != "" && tool != ""
+}
+
 // mapper builds a call's arguments, remembering the first error.
 type mapper struct {
 	in  *Input

@@ -186,6 +186,22 @@ func TestGlobOutsideTheWorkspaceIsDenied(t *testing.T) {
 	}
 }
 
+func TestGatewayMCPServerIsNotAskedTwice(t *testing.T) {
+	g := startGateway(t, "policies.yaml", nil)
+	in := payload(t, "pre_mcp_denied.json", g.ws) // mcp__github__delete_repository
+	got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", GatewayMCPServers: []string{"toolhooks", "github"}})
+	if got.code != 0 || len(g.audit.all()) != 0 {
+		t.Fatalf("a tool of the gateway's own MCP server: exit %d stderr %q, %d gateway calls; want 0 and none",
+			got.code, got.stderr, len(g.audit.all()))
+	}
+	for _, servers := range [][]string{{"githu"}, {"github_"}, {"GitHub"}, {""}} {
+		got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", GatewayMCPServers: servers})
+		if got.code != 2 {
+			t.Errorf("servers %q: exit %d, want the gateway's denial", servers, got.code)
+		}
+	}
+}
+
 func TestBashCwdOutsideTheWorkspaceIsDenied(t *testing.T) {
 	g := startGateway(t, "policies.yaml", nil)
 	in := strings.Replace(payload(t, "pre_bash_git_status.json", g.ws), `"cwd":"`+g.ws+`"`, `"cwd":"/"`, 1)

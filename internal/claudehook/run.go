@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -50,6 +51,11 @@ type Options struct {
 	Timeout time.Duration
 	// HTTPClient sends the request (default: a client with no redirects followed).
 	HTTPClient *http.Client
+	// GatewayMCPServers are the Claude Code MCP server names that are the
+	// toolhooks gateway's own /mcp endpoint: the gateway gates their calls
+	// itself, so asking it here too would count each call twice (budgets,
+	// rate limits). Their tools exit ExitAllow without a request.
+	GatewayMCPServers []string
 }
 
 // Validate checks the options.
@@ -91,6 +97,9 @@ func Run(ctx context.Context, stdin io.Reader, stderr io.Writer, o Options) int 
 		return ExitAllow
 	default:
 		return deny(stderr, "toolhooks claude-hook: hook event %q is not supported (PreToolUse and PostToolUse are); denying", in.HookEventName)
+	}
+	if server, ok := mcpServer(in.ToolName); ok && slices.Contains(o.GatewayMCPServers, server) {
+		return ExitAllow
 	}
 	call, err := MapTool(in)
 	if err != nil {
