@@ -53,6 +53,8 @@ PostToolUse events are checked and exit 0: the gateway audits each call when it 
 			if o.Sender == "" {
 				if u, err := user.Current(); err == nil {
 					o.Sender = u.Username
+				} else {
+					o.Sender = os.Getenv("USER")
 				}
 			}
 			code := claudehook.Run(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr(), o)
