@@ -234,6 +234,13 @@ var allOptions = []string{
 	"imagePullSecrets[0].name=registry",
 	"controller.serviceAccount.annotations.team=platform",
 	"gateway.nodeSelector.kubernetes\\.io/os=linux",
+	"gateway.extraEnv[0].name=GOCACHE",
+	"gateway.extraEnv[0].value=/tmp/go-cache",
+	"gateway.extraVolumes[0].name=plugins",
+	"gateway.extraVolumes[0].configMap.name=toolhooks-plugins",
+	"gateway.extraVolumeMounts[0].name=plugins",
+	"gateway.extraVolumeMounts[0].mountPath=/plugins",
+	"gateway.extraVolumeMounts[0].readOnly=true",
 }
 
 func TestChartLintsStrictly(t *testing.T) {
