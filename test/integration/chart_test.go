@@ -651,3 +651,24 @@ func TestChartRBACLetsThePushHandshakeWorkAndNothingMore(t *testing.T) {
 func tokenRequest() *authnv1.TokenRequest {
 	return &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{"toolhooks.dev/gateway-config"}}}
 }
+
+// TestChartCRDsAreTheGeneratedOnes checks the chart ships exactly the CRDs
+// controller-gen writes into config/crd/bases (make manifests copies them).
+func TestChartCRDsAreTheGeneratedOnes(t *testing.T) {
+	bases := filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")
+	want, err := filepath.Glob(filepath.Join(bases, "*.yaml"))
+	if err != nil || len(want) == 0 {
+		t.Fatalf("no CRDs in %s (%v)", bases, err)
+	}
+	got, _ := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+	if len(got) != len(want) {
+		t.Errorf("the chart has %d CRD files, config/crd/bases %d (run make manifests)", len(got), len(want))
+	}
+	for _, w := range want {
+		a, _ := os.ReadFile(w)
+		b, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(w)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("charts/toolhooks/crds/%s differs from config/crd/bases (run make manifests): %v", filepath.Base(w), err)
+		}
+	}
+}
