@@ -295,6 +295,8 @@ func TestChartRendersObjectsTheAPIServerAccepts(t *testing.T) {
 		{"all options", "agents", "chart-all-options", allOptions, 2},
 		{"metrics off", "plain", "chart-metrics-off", []string{"metrics.enabled=false", "controller.leaderElection=false",
 			"gateway.workspace.existingClaim=shared"}, 0},
+		// Helm's longest release name: every derived name must still be valid.
+		{"long release name", "a-release-name-as-long-as-helm-allows-it-to-be-12345", "chart-long-name", nil, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			text := mustTemplate(t, c.release, c.namespace, c.sets...)
