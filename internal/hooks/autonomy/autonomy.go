@@ -156,11 +156,25 @@ type forbiddenGlob struct {
 	forms   []compiledForm // doublestar patterns for the path itself and for what lies under it
 }
 
-// compiledForm is one doublestar pattern with a literal every match contains,
-// so most non-matching paths are rejected by strings.Contains.
+// compiledForm is one doublestar pattern with the literal text every match
+// starts with and a literal every match contains, so most non-matching paths
+// are rejected by strings.HasPrefix and strings.Contains before doublestar
+// runs.
 type compiledForm struct {
 	glob    string
+	prefix  string
 	literal string
+}
+
+// literalPrefix returns the text before the first doublestar metacharacter
+// of g, without a trailing slash (doublestar matches "a/**" against "a"):
+// every name matching g starts with it, since doublestar compares literal
+// characters exactly.
+func literalPrefix(g string) string {
+	if i := strings.IndexAny(g, `*?[{\`); i >= 0 {
+		return strings.TrimSuffix(g[:i], "/")
+	}
+	return g
 }
 
 // requiredLiteral returns the longest run of literal characters (outside
@@ -170,7 +184,11 @@ func requiredLiteral(g string) string {
 	if strings.IndexByte(g, '\\') >= 0 {
 		return ""
 	}
-	best, cur := "", ""
+	// Runs are cut at ASCII bytes only, so they are whole UTF-8 sequences
+	// of g (converting single bytes to strings would re-encode non-ASCII
+	// bytes as other characters, and the literal would never be found).
+	best := ""
+	start := -1 // start of the current run, -1 when none
 	depth := 0
 	for i := 0; i < len(g); i++ {
 		c := g[i]
@@ -184,13 +202,15 @@ func requiredLiteral(g string) string {
 				i += j + 1
 			}
 		case depth == 0 && c != '*' && c != '?' && c != '/' && c != ']':
-			cur += string(c)
-			if len(cur) > len(best) {
-				best = cur
+			if start < 0 {
+				start = i
+			}
+			if i+1-start > len(best) {
+				best = g[start : i+1]
 			}
 			continue
 		}
-		cur = ""
+		start = -1
 	}
 	return best
 }
@@ -312,7 +332,7 @@ func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
 			if !doublestar.ValidatePattern(v) {
 				return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, ErrInvalidGlob)
 			}
-			all = append(all, compiledForm{glob: v, literal: requiredLiteral(v)})
+			all = append(all, compiledForm{glob: v, prefix: literalPrefix(v), literal: requiredLiteral(v)})
 		}
 	}
 	return forbiddenGlob{pattern: p, forms: all}, nil
@@ -476,7 +496,7 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 	for _, g := range h.forbidden {
 		for _, f := range g.forms {
 			for _, c := range cands[:n] {
-				if f.literal != "" && !strings.Contains(c, f.literal) {
+				if !strings.HasPrefix(c, f.prefix) || (f.literal != "" && !strings.Contains(c, f.literal)) {
 					continue
 				}
 				if doublestar.MatchUnvalidated(f.glob, c) {
