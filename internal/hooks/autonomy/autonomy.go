@@ -360,7 +360,7 @@ func (h *Hook) Name() string { return h.name }
 func (h *Hook) After(context.Context, *hooks.Call, *hooks.Result) {}
 
 // Before applies the rules in order; the first denial wins.
-func (h *Hook) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error) {
+func (h *Hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
 	tool := call.Tool
 	lower := strings.ToLower(tool)
 	if v, ok := h.checkToolGlobs(tool, lower); !ok {
@@ -377,6 +377,7 @@ func (h *Hook) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error
 		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf(
 			"The arguments of %q are not one JSON object (%v), so its paths and commands cannot be checked.", tool, call.ArgsErr)), nil
 	}
+	m := pathguard.MemoFrom(ctx)
 	var bases []string
 	if pathChecks || shellKind != notShell {
 		paths, err := pathguard.Extract(tool, call.Args, h.pathArgs[lower])
@@ -384,7 +385,7 @@ func (h *Hook) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error
 			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The arguments of %q cannot be checked: %v.", tool, err)), nil
 		}
 		for _, p := range paths {
-			real, v, ok := h.checkPath(p, "")
+			real, v, ok := h.checkPath(m, p, "")
 			if !ok {
 				return v, nil
 			}
@@ -394,7 +395,7 @@ func (h *Hook) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error
 		}
 	}
 	if shellKind != notShell {
-		return h.checkShell(tool, shellKind, call, bases), nil
+		return h.checkShell(m, tool, shellKind, call, bases), nil
 	}
 	return hooks.Allow, nil
 }
@@ -445,15 +446,16 @@ func isCwdKey(args map[string]any, p string) bool {
 }
 
 // checkPath resolves p (relative to base, or the workspace when base is
-// empty) and applies workspaceOnly and the forbidden globs.
-func (h *Hook) checkPath(p, base string) (string, hooks.Verdict, bool) {
+// empty), with the call's lookups remembered in m, and applies
+// workspaceOnly and the forbidden globs.
+func (h *Hook) checkPath(m *pathguard.Memo, p, base string) (string, hooks.Verdict, bool) {
 	if h.res == nil {
 		return "", hooks.Allow, true
 	}
 	if base == "" {
 		base = h.res.Real
 	}
-	real, err := h.res.ResolveFrom(base, p)
+	real, err := h.res.ResolveFromMemo(m, base, p)
 	if err != nil {
 		return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Path %q cannot be resolved safely: %v.", p, err)), false
 	}
@@ -522,7 +524,7 @@ func safeDevice(p string) bool {
 }
 
 // checkShell applies the shell rules.
-func (h *Hook) checkShell(tool string, kind shellKind, call *hooks.Call, bases []string) hooks.Verdict {
+func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *hooks.Call, bases []string) hooks.Verdict {
 	if !h.allowShell {
 		return hooks.Deny(RuleShellDisabled, fmt.Sprintf("Tool %q is a shell tool and allowShell is false.", tool))
 	}
@@ -551,7 +553,7 @@ func (h *Hook) checkShell(tool string, kind shellKind, call *hooks.Call, bases [
 		bases = []string{h.res.Real}
 	}
 	for _, c := range cmds {
-		if v := h.checkCommand(c, bases); !v.Allowed {
+		if v := h.checkCommand(m, c, bases); !v.Allowed {
 			return v
 		}
 	}
@@ -564,7 +566,7 @@ const maxBases = 8
 // maxGlobMatches bounds how many files one glob word may expand to.
 const maxGlobMatches = 1024
 
-func (h *Hook) checkCommand(cmd string, bases []string) hooks.Verdict {
+func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks.Verdict {
 	an, err := shellcheck.Analyze(cmd)
 	if err != nil {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Shell command %q cannot be checked: %v.", short(cmd), err))
@@ -589,7 +591,7 @@ func (h *Hook) checkCommand(cmd string, bases []string) hooks.Verdict {
 	for _, d := range an.Dirs {
 		n := len(bases)
 		for _, b := range bases[:n] {
-			real, v, ok := h.checkPath(d, b)
+			real, v, ok := h.checkPath(m, d, b)
 			if !ok {
 				return v
 			}
@@ -605,7 +607,7 @@ func (h *Hook) checkCommand(cmd string, bases []string) hooks.Verdict {
 	}
 	for _, b := range bases {
 		for _, w := range an.Words {
-			if v := h.checkWord(w.Value, w.Glob, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, w.Value, w.Glob, b, cmd); !v.Allowed {
 				return v
 			}
 		}
@@ -614,7 +616,7 @@ func (h *Hook) checkCommand(cmd string, bases []string) hooks.Verdict {
 			if r.Glob {
 				pat = r.Target
 			}
-			if v := h.checkWord(r.Target, pat, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, r.Target, pat, b, cmd); !v.Allowed {
 				return v
 			}
 		}
@@ -623,11 +625,11 @@ func (h *Hook) checkCommand(cmd string, bases []string) hooks.Verdict {
 }
 
 // checkWord checks one shell word (and, for a glob, what it expands to).
-func (h *Hook) checkWord(value, glob, base, cmd string) hooks.Verdict {
+func (h *Hook) checkWord(m *pathguard.Memo, value, glob, base, cmd string) hooks.Verdict {
 	if value == "" {
 		return hooks.Allow
 	}
-	if _, v, ok := h.checkPath(value, base); !ok {
+	if _, v, ok := h.checkPath(m, value, base); !ok {
 		return shellVerdict(v, cmd)
 	}
 	if glob == "" {
@@ -638,7 +640,7 @@ func (h *Hook) checkWord(value, glob, base, cmd string) hooks.Verdict {
 	for i, c := range comps {
 		if ok, _ := path.Match(c, ".."); ok {
 			alt := append(append(append([]string(nil), comps[:i]...), ".."), comps[i+1:]...)
-			if _, v, ok := h.checkPath(strings.Join(alt, "/"), base); !ok {
+			if _, v, ok := h.checkPath(m, strings.Join(alt, "/"), base); !ok {
 				return shellVerdict(v, cmd)
 			}
 		}
@@ -662,8 +664,8 @@ func (h *Hook) checkWord(value, glob, base, cmd string) hooks.Verdict {
 		return hooks.Deny(RuleShellUnverifiable,
 			fmt.Sprintf("Glob %q in shell command %q matches more than %d files.", glob, short(cmd), maxGlobMatches))
 	}
-	for _, m := range matches {
-		if _, v, ok := h.checkPath(m, base); !ok {
+	for _, match := range matches {
+		if _, v, ok := h.checkPath(m, match, base); !ok {
 			return shellVerdict(v, cmd)
 		}
 	}
