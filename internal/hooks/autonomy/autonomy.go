@@ -498,7 +498,7 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 	for _, g := range h.forbidden {
 		for _, f := range g.forms {
 			for _, c := range cands[:n] {
-				if !strings.HasPrefix(c, f.prefix) || (f.literal != "" && !strings.Contains(c, f.literal)) {
+				if (f.prefix != "" && !strings.HasPrefix(c, f.prefix)) || (f.literal != "" && !strings.Contains(c, f.literal)) {
 					continue
 				}
 				if doublestar.MatchUnvalidated(f.glob, c) {
