@@ -9,7 +9,9 @@
 # Environment: CONNS (default 16), THREADS (wrk threads, default 1),
 # DURATION (default 10s), WARMUP (default 2s), GATEWAY_CPUS (CPU list the
 # gateway is pinned to with taskset, default none), GATEWAY_ENV (extra
-# environment for the gateway, e.g. "GOGC=200"), ADDR (default 127.0.0.1:18089).
+# environment for the gateway, e.g. "GOGC=200"), ADDR (default 127.0.0.1:18089),
+# GATEWAY_BIN (a gateway binary to use instead of building this tree's, to
+# compare revisions with the same harness).
 set -euo pipefail
 
 CONNS="${CONNS:-16}"
@@ -19,6 +21,7 @@ WARMUP="${WARMUP:-2s}"
 ADDR="${ADDR:-127.0.0.1:18089}"
 GATEWAY_CPUS="${GATEWAY_CPUS:-}"
 GATEWAY_ENV="${GATEWAY_ENV:-}"
+GATEWAY_BIN="${GATEWAY_BIN:-}"
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -33,8 +36,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "bench-decisions: building the gateway" >&2
-(cd "$root" && go build -o "$tmp/gateway" ./cmd/gateway)
+if [[ -n "$GATEWAY_BIN" ]]; then
+	cp "$GATEWAY_BIN" "$tmp/gateway"
+else
+	echo "bench-decisions: building the gateway" >&2
+	(cd "$root" && go build -o "$tmp/gateway" ./cmd/gateway)
+fi
 
 ws="$tmp/ws"
 mkdir -p "$ws/src" "$ws/config" "$tmp/policies"
@@ -77,4 +84,4 @@ echo "bench-decisions: warming up for $WARMUP" >&2
 wrk -t "$THREADS" -c "$CONNS" -d "$WARMUP" -s "$here/bench/decisions.lua" "http://$ADDR" >/dev/null
 echo "bench-decisions: wrk -t $THREADS -c $CONNS -d $DURATION --latency (load average: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 wrk -t "$THREADS" -c "$CONNS" -d "$DURATION" --latency -s "$here/bench/decisions.lua" "http://$ADDR" | tee "$tmp/wrk.out" >&2
-grep '^RESULT' "$tmp/wrk.out"
+echo "$(grep '^RESULT' "$tmp/wrk.out") gateway_max_rss_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")"

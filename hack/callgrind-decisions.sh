@@ -7,10 +7,16 @@
 # callgrind twice, with N1 and N2 iterations, on one CPU; the difference of
 # the two instruction totals divided by N2-N1 cancels start-up and setup.
 #
-# Usage: hack/callgrind-decisions.sh [OUTDIR]   (N1, N2 from the environment)
+# The garbage collector runs with GOGC=off by default (CG_GOGC overrides):
+# when a collection happens relative to the short measured window is not
+# repeatable, and it swings the totals by several percent; the collector's
+# share shows in the allocations per decision (-benchmem) instead.
+#
+# Usage: hack/callgrind-decisions.sh [OUTDIR]   (N1, N2, CG_GOGC from the environment)
 set -euo pipefail
 N1="${N1:-200}"
 N2="${N2:-1200}"
+CG_GOGC="${CG_GOGC:-off}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$(mktemp -d)}"
 mkdir -p "$out"
@@ -24,7 +30,7 @@ irs() {
 	local f="$out/callgrind.$(basename "$1").$(echo "$2" | tr -c "a-zA-Z0-9_\n" "_").$3.out"
 	# Callgrind follows neither Go's preemption signals nor RDTSCP (valgrind
 	# 3.19), so both are switched off; the x/sys/cpu warning about the latter is harmless.
-	if ! GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$f" "$1" \
+	if ! GOGC="$CG_GOGC" GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$f" "$1" \
 		-test.run '^$' -test.bench "$2" -test.benchtime "${3}x" -test.cpu 1 >"$f.log" 2>&1 ||
 		! grep -q '^PASS' "$f.log"; then
 		echo "callgrind-decisions: $1 $2 failed under valgrind, see $f.log" >&2
