@@ -64,6 +64,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -484,7 +485,7 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 	if !strings.HasPrefix(abs, "/") {
 		abs = base + "/" + abs
 	}
-	abs = filepath.Clean(abs)
+	abs = pathguard.Clean(abs)
 	cands := [3]string{raw, abs, real}
 	if h.fold {
 		for i := range cands {
@@ -715,42 +716,47 @@ func (h *Hook) commandAllowed(text string) bool {
 // MatchCommand reports whether a shell allow-list pattern matches a command
 // text: `*` matches any run of characters (including `/` and spaces), `?`
 // any one character, `\` makes the next character literal; everything else
-// matches itself.
+// matches itself. Characters are runes (an invalid UTF-8 byte counts as one
+// U+FFFD, as in a []rune conversion); the strings are walked in place by
+// byte offsets, without converting them.
 func MatchCommand(pattern, text string) bool {
-	p, t := []rune(pattern), []rune(text)
 	pi, ti := 0, 0
 	starP, starT := -1, 0
-	for ti < len(t) {
-		if pi < len(p) {
-			switch c := p[pi]; {
+	for ti < len(text) {
+		if pi < len(pattern) {
+			tr, tw := utf8.DecodeRuneInString(text[ti:])
+			switch c := pattern[pi]; {
 			case c == '*':
 				starP, starT = pi, ti
 				pi++
 				continue
 			case c == '?':
 				pi++
-				ti++
+				ti += tw
 				continue
-			case c == '\\' && pi+1 < len(p):
-				if p[pi+1] == t[ti] {
-					pi += 2
-					ti++
+			case c == '\\' && pi+1 < len(pattern):
+				if pr, pw := utf8.DecodeRuneInString(pattern[pi+1:]); pr == tr {
+					pi += 1 + pw
+					ti += tw
 					continue
 				}
-			case c == t[ti]:
-				pi++
-				ti++
-				continue
+			default:
+				if pr, pw := utf8.DecodeRuneInString(pattern[pi:]); pr == tr {
+					pi += pw
+					ti += tw
+					continue
+				}
 			}
 		}
 		if starP < 0 {
 			return false
 		}
-		starT++
+		_, w := utf8.DecodeRuneInString(text[starT:])
+		starT += w
 		pi, ti = starP+1, starT
 	}
-	for pi < len(p) && p[pi] == '*' {
+	for pi < len(pattern) && pattern[pi] == '*' {
 		pi++
 	}
-	return pi == len(p)
+	return pi == len(pattern)
 }

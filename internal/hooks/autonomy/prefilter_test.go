@@ -80,3 +80,60 @@ func TestNonASCIIForbiddenGlobDenies(t *testing.T) {
 		t.Errorf("read_file geheim-a: got %+v, want allowed", v)
 	}
 }
+
+// matchCommandRunes is MatchCommand as it was first written, on []rune
+// conversions of both strings: the oracle for FuzzMatchCommand.
+func matchCommandRunes(pattern, text string) bool {
+	p, t := []rune(pattern), []rune(text)
+	pi, ti := 0, 0
+	starP, starT := -1, 0
+	for ti < len(t) {
+		if pi < len(p) {
+			switch c := p[pi]; {
+			case c == '*':
+				starP, starT = pi, ti
+				pi++
+				continue
+			case c == '?':
+				pi++
+				ti++
+				continue
+			case c == '\\' && pi+1 < len(p):
+				if p[pi+1] == t[ti] {
+					pi += 2
+					ti++
+					continue
+				}
+			case c == t[ti]:
+				pi++
+				ti++
+				continue
+			}
+		}
+		if starP < 0 {
+			return false
+		}
+		starT++
+		pi, ti = starP+1, starT
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// FuzzMatchCommand checks that MatchCommand, which walks the strings by
+// byte offsets, decides exactly as the []rune version.
+func FuzzMatchCommand(f *testing.F) {
+	for _, c := range [][2]string{
+		{"git *", "git log --oneline src/x.go"}, {"ls *", "ls"}, {"cat ?.go", "cat ä.go"}, {`echo \*`, "echo *"},
+		{`echo \ä`, "echo ä"}, {"a*b*c", "a/x b/y c"}, {"x?y", "x\xffy"}, {"\xff*", "\xfe"}, {`a\`, `a\`}, {"*ä?", "üäää"},
+	} {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, text string) {
+		if got, want := MatchCommand(pattern, text), matchCommandRunes(pattern, text); got != want {
+			t.Fatalf("MatchCommand(%q, %q) = %v, the []rune version says %v", pattern, text, got, want)
+		}
+	})
+}

@@ -93,3 +93,15 @@ func TestMemoIsBounded(t *testing.T) {
 		t.Fatalf("in/a.go with a full memo = %q, %v", got, err)
 	}
 }
+
+// FuzzClean checks Clean against filepath.Clean for any input.
+func FuzzClean(f *testing.F) {
+	for _, s := range []string{"/", "//", "/a", "/a/", "/a//b", "/a/./b", "/a/../b", "/a/.", "/a/..", "/.a/..b/...", "a/b", "", ".", "/a/b/c.go"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if got, want := Clean(p), filepath.Clean(p); got != want {
+			t.Fatalf("Clean(%q) = %q, filepath.Clean gives %q", p, got, want)
+		}
+	})
+}

@@ -254,7 +254,40 @@ func nextComponent(p string) (string, string) {
 // does no file system access, so pass real paths (from Resolve). It compares
 // bytes exactly; use Resolver.Within on case-insensitive file systems.
 func Within(path, dir string) bool {
-	return within(filepath.Clean(path), filepath.Clean(dir))
+	return within(Clean(path), Clean(dir))
+}
+
+// Clean is filepath.Clean, returning an absolute path that is already clean
+// (as Resolve's results and the workspace root are) after one cheap scan.
+func Clean(p string) string {
+	if isCleanAbs(p) {
+		return p
+	}
+	return filepath.Clean(p)
+}
+
+// isCleanAbs reports whether p is an absolute path equal to its
+// filepath.Clean: "/" or a path starting with "/" that has no empty, "." or
+// ".." component and no trailing slash.
+func isCleanAbs(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	if p == "/" {
+		return true
+	}
+	start := 1 // start of the current component
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		switch p[start:i] {
+		case "", ".", "..":
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }
 
 func within(path, dir string) bool {
@@ -278,7 +311,7 @@ func (r *Resolver) Within(path string) bool {
 // what counts as forbidden, and widens "inside" only to names the file
 // system itself treats as equal).
 func (r *Resolver) WithinDir(path, dir string) bool {
-	path, dir = filepath.Clean(path), filepath.Clean(dir)
+	path, dir = Clean(path), Clean(dir)
 	if r.CaseInsensitive {
 		path, dir = strings.ToLower(path), strings.ToLower(dir)
 	}
