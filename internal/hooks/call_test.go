@@ -209,3 +209,22 @@ func FuzzParseArgsFastPath(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseArgsPaths compares ParseArgs (one-pass decode for valid
+// input) with the token parser alone on a typical shell call's arguments.
+func BenchmarkParseArgsPaths(b *testing.B) {
+	const args = `{"command":"git log --oneline | grep fix | head -n 5","cwd":"src","timeout":30,"env":{"A":"1"}}`
+	for _, p := range []struct {
+		name  string
+		parse func(string) (map[string]any, error)
+	}{{"ParseArgs", hooks.ParseArgs}, {"token parser", hooks.ParseArgsStrict}} {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.parse(args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
