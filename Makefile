@@ -97,6 +97,14 @@ ci: verify lint test ## What CI runs: generated code current, lint, then all tes
 bench: ## Run benchmarks with -benchmem (BENCH=regexp BENCH_PKGS=./internal/...).
 	go test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKGS)
 
+.PHONY: bench-decisions
+bench-decisions: ## Load-test POST /v1/decisions with wrk on the built-in chain (CONNS, DURATION, THREADS, GATEWAY_ENV).
+	hack/bench-decisions.sh
+
+.PHONY: callgrind-decisions
+callgrind-decisions: ## Count instructions per decision with valgrind's callgrind (repeatable under load).
+	hack/callgrind-decisions.sh
+
 ##@ Build
 
 .PHONY: build

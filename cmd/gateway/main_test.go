@@ -46,6 +46,29 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+func TestGOGCFlag(t *testing.T) {
+	ws := t.TempDir()
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want int
+	}{
+		{"", nil, defaultGOGC},
+		{"150", nil, 0}, // the runtime applied GOGC itself
+		{"150", []string{"--gogc", "200"}, 200},
+		{"", []string{"--gogc", "100"}, 100},
+	} {
+		t.Setenv("GOGC", tc.env)
+		f, err := parseFlags(append([]string{"--workspace", ws}, tc.args...), io.Discard)
+		if err != nil || f.gogc != tc.want {
+			t.Errorf("GOGC=%q %v: gogc %d, %v; want %d", tc.env, tc.args, f.gogc, err, tc.want)
+		}
+	}
+	if _, err := parseFlags([]string{"--workspace", ws, "--gogc", "0"}, io.Discard); err == nil || !strings.Contains(err.Error(), "at least 1") {
+		t.Errorf("--gogc 0: err = %v, want a clear error", err)
+	}
+}
+
 // TestTheGatewayBinaryEnforcesPolicyFiles builds cmd/gateway, runs it in
 // standalone mode on loopback and makes a denied and an allowed call.
 func TestTheGatewayBinaryEnforcesPolicyFiles(t *testing.T) {

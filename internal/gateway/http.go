@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -104,6 +105,10 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	res := s.cur.Load().exec.Evaluate(r.Context(), call)
 	s.record(apiDecisions, call, &res, time.Since(start))
+	if res.Status == hooks.StatusAllowed && len(res.Warnings) == 0 {
+		writeBody(w, http.StatusOK, allowedBody) // the common answer, encoded once
+		return
+	}
 	writeJSON(w, http.StatusOK, DecisionResponse{
 		Allowed:  res.Status == hooks.StatusAllowed,
 		Denial:   denialOf(res.Denial),
@@ -138,8 +143,10 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) (int,
 	// request, which the gateway never approves: a web page cannot make a
 	// local gateway run tools (CSRF).
 	ct := r.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return http.StatusUnsupportedMediaType, fmt.Errorf("content type %q is not supported; send application/json", ct)
+	if ct != contentTypeJSON {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != contentTypeJSON {
+			return http.StatusUnsupportedMediaType, fmt.Errorf("content type %q is not supported; send application/json", ct)
+		}
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	dec.DisallowUnknownFields()
@@ -222,15 +229,38 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request, status int, reas
 	writeError(w, status, "configuration rejected: "+err.Error())
 }
 
+// contentTypeJSON is the media type of every JSON request and answer.
+const contentTypeJSON = "application/json"
+
+// contentTypeJSONHeader is the Content-Type header value of every JSON answer.
+var contentTypeJSONHeader = []string{contentTypeJSON}
+
+// allowedBody is the answer of an allowed decision without warnings.
+var allowedBody = mustJSONLine(DecisionResponse{Allowed: true})
+
+func mustJSONLine(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return append(b, '\n')
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error: encoding the response"}`)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", fmt.Sprint(len(b)+1))
+	writeBody(w, status, append(b, '\n'))
+}
+
+// writeBody answers with a JSON body that ends with a newline.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSONHeader // never modified; saves an allocation per answer
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(body)
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

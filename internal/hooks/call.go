@@ -56,6 +56,96 @@ func parseArgs(s string) (map[string]any, error) {
 	if !utf8.ValidString(s) {
 		return nil, fmt.Errorf("%w: not valid UTF-8", ErrInvalidArguments)
 	}
+	if args, ok := parseArgsFast(s); ok {
+		return args, nil
+	}
+	return parseArgsStrict(s)
+}
+
+// fastArgsDepth is the deepest nesting parseArgsFast accepts; deeper input
+// (legal up to maxArgsDepth) goes to the token parser.
+const fastArgsDepth = 64
+
+// parseArgsFast decodes s with one json.Decoder.Decode, which is several
+// times cheaper than the token-by-token parser, and reports whether the
+// result is certainly what parseArgsStrict would return. It is for valid
+// input only: whenever s might be rejected (not one object, data after it,
+// nested deeper than fastArgsDepth, a duplicate key) it returns false and
+// the caller runs parseArgsStrict, which gives the reasoned error. s must be
+// valid UTF-8.
+//
+// Duplicate keys: Decode keeps the last of several equal keys, so the
+// decoded maps then hold fewer members than the text has name separators
+// (':' outside strings, one per object member in valid JSON). Equal counts
+// mean no key was dropped anywhere.
+func parseArgsFast(s string) (map[string]any, bool) {
+	members, depth, ok := scanMembers(s)
+	if !ok || depth > fastArgsDepth {
+		return nil, false
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	m, isObject := v.(map[string]any)
+	if !isObject || !isBlankJSON(s[dec.InputOffset():]) || countMembers(m) != members {
+		return nil, false
+	}
+	return m, true
+}
+
+// scanMembers counts the name separators (':' outside strings) of s and its
+// deepest nesting of '{' and '['. It does not validate s; ok is false when a
+// string is not closed.
+func scanMembers(s string) (members, maxDepth int, ok bool) {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(s) {
+				return 0, 0, false
+			}
+		case ':':
+			members++
+		case '{', '[':
+			depth++
+			maxDepth = max(maxDepth, depth)
+		case '}', ']':
+			depth--
+		}
+	}
+	return members, maxDepth, true
+}
+
+// countMembers returns how many members the objects in v hold in total.
+func countMembers(v any) int {
+	switch v := v.(type) {
+	case map[string]any:
+		n := len(v)
+		for _, e := range v {
+			n += countMembers(e)
+		}
+		return n
+	case []any:
+		n := 0
+		for _, e := range v {
+			n += countMembers(e)
+		}
+		return n
+	}
+	return 0
+}
+
+// parseArgsStrict parses s token by token, rejecting every input ParseArgs
+// documents as invalid with the reason.
+func parseArgsStrict(s string) (map[string]any, error) {
 	p := argsParser{dec: json.NewDecoder(strings.NewReader(s))}
 	p.dec.UseNumber()
 	tok, err := p.token()

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
@@ -179,4 +180,51 @@ func FuzzParseArgs(f *testing.F) {
 			t.Fatalf("ParseArgs(%q) = %#v, encoding/json gives %#v", in, got, want)
 		}
 	})
+}
+
+// FuzzParseArgsFastPath checks that ParseArgs, which decodes valid input in
+// one pass before falling back to the token parser, gives exactly what the
+// token parser alone gives: the same value, or the same error.
+func FuzzParseArgsFastPath(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"path":"a"}`, `{"a":[1,2,{"b":null}]}`, `[]`, `null`, `"x"`, `{"a":1}{"a":2}`, `{"a":1} x`, `{"a":1}}`,
+		`{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `{"a":[{"x":1},{"x":1,"x":2}]}`, `{"a:b":1,"c":"d:e"}`, `{"a\":":1}`,
+		`{"a":1e400}`, `{"a":"\ud800"}`, `{"a":-0.0}`, `{"A":1,"a":2}`, `{"a":"\\"}`, `{"a":[[[[[[[[[[]]]]]]]]]]}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if !utf8.ValidString(in) || strings.TrimLeft(in, " \t\r\n") == "" {
+			return // rejected or accepted before either parser runs
+		}
+		got, err := hooks.ParseArgs(in)
+		want, wantErr := hooks.ParseArgsStrict(in)
+		switch {
+		case (err == nil) != (wantErr == nil):
+			t.Fatalf("ParseArgs(%q) error %v, the token parser's %v", in, err, wantErr)
+		case err != nil && err.Error() != wantErr.Error():
+			t.Fatalf("ParseArgs(%q) error %q, the token parser's %q", in, err, wantErr)
+		case err == nil && !reflect.DeepEqual(got, want):
+			t.Fatalf("ParseArgs(%q) = %#v, the token parser gives %#v", in, got, want)
+		}
+	})
+}
+
+// BenchmarkParseArgsPaths compares ParseArgs (one-pass decode for valid
+// input) with the token parser alone on a typical shell call's arguments.
+func BenchmarkParseArgsPaths(b *testing.B) {
+	const args = `{"command":"git log --oneline | grep fix | head -n 5","cwd":"src","timeout":30,"env":{"A":"1"}}`
+	for _, p := range []struct {
+		name  string
+		parse func(string) (map[string]any, error)
+	}{{"ParseArgs", hooks.ParseArgs}, {"token parser", hooks.ParseArgsStrict}} {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := p.parse(args); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
+
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
 )
 
 // Names of the pseudo-hooks the executor itself denies as. They appear in the
@@ -213,7 +215,8 @@ func (e *Executor) Decide(ctx context.Context, call *Call) Result {
 
 // before runs the before phase into res and reports whether the call may
 // proceed. On denial it sets Status, Output and Denial. The allowed path
-// allocates nothing unless a Warn entry denies.
+// allocates only the call's pathguard.Memo context unless a Warn entry
+// denies.
 func (e *Executor) before(ctx context.Context, call *Call, res *Result) bool {
 	if call.ArgsErr != nil {
 		deny(res, DenialText+ArgumentsHookName, Decision{
@@ -224,6 +227,10 @@ func (e *Executor) before(ctx context.Context, call *Call, res *Result) bool {
 		})
 		return false
 	}
+	// One memo of path lookups per decision, shared by the hooks that
+	// resolve paths (Autonomy and ContractScope resolve the same
+	// arguments); it dies with this before phase, see pathguard.Memo.
+	ctx = pathguard.WithMemo(ctx)
 	for next := 0; ; {
 		var allowed, done bool
 		if next, allowed, done = e.beforeFrom(ctx, call, res, next); done {

@@ -7,3 +7,7 @@ import "time"
 func WithClock(now func() time.Time) Option {
 	return func(e *Executor) { e.now = now }
 }
+
+// ParseArgsStrict is the token-by-token argument parser alone, without the
+// fast path ParseArgs tries first.
+func ParseArgsStrict(s string) (map[string]any, error) { return parseArgsStrict(s) }

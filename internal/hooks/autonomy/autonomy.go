@@ -64,6 +64,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -156,11 +157,25 @@ type forbiddenGlob struct {
 	forms   []compiledForm // doublestar patterns for the path itself and for what lies under it
 }
 
-// compiledForm is one doublestar pattern with a literal every match contains,
-// so most non-matching paths are rejected by strings.Contains.
+// compiledForm is one doublestar pattern with the literal text every match
+// starts with and a literal every match contains, so most non-matching paths
+// are rejected by strings.HasPrefix and strings.Contains before doublestar
+// runs.
 type compiledForm struct {
 	glob    string
+	prefix  string
 	literal string
+}
+
+// literalPrefix returns the text before the first doublestar metacharacter
+// of g, without a trailing slash (doublestar matches "a/**" against "a"):
+// every name matching g starts with it, since doublestar compares literal
+// characters exactly.
+func literalPrefix(g string) string {
+	if i := strings.IndexAny(g, `*?[{\`); i >= 0 {
+		return strings.TrimSuffix(g[:i], "/")
+	}
+	return g
 }
 
 // requiredLiteral returns the longest run of literal characters (outside
@@ -170,7 +185,11 @@ func requiredLiteral(g string) string {
 	if strings.IndexByte(g, '\\') >= 0 {
 		return ""
 	}
-	best, cur := "", ""
+	// Runs are cut at ASCII bytes only, so they are whole UTF-8 sequences
+	// of g (converting single bytes to strings would re-encode non-ASCII
+	// bytes as other characters, and the literal would never be found).
+	best := ""
+	start := -1 // start of the current run, -1 when none
 	depth := 0
 	for i := 0; i < len(g); i++ {
 		c := g[i]
@@ -184,13 +203,15 @@ func requiredLiteral(g string) string {
 				i += j + 1
 			}
 		case depth == 0 && c != '*' && c != '?' && c != '/' && c != ']':
-			cur += string(c)
-			if len(cur) > len(best) {
-				best = cur
+			if start < 0 {
+				start = i
+			}
+			if i+1-start > len(best) {
+				best = g[start : i+1]
 			}
 			continue
 		}
-		cur = ""
+		start = -1
 	}
 	return best
 }
@@ -312,7 +333,7 @@ func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
 			if !doublestar.ValidatePattern(v) {
 				return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, ErrInvalidGlob)
 			}
-			all = append(all, compiledForm{glob: v, literal: requiredLiteral(v)})
+			all = append(all, compiledForm{glob: v, prefix: literalPrefix(v), literal: requiredLiteral(v)})
 		}
 	}
 	return forbiddenGlob{pattern: p, forms: all}, nil
@@ -340,7 +361,7 @@ func (h *Hook) Name() string { return h.name }
 func (h *Hook) After(context.Context, *hooks.Call, *hooks.Result) {}
 
 // Before applies the rules in order; the first denial wins.
-func (h *Hook) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error) {
+func (h *Hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
 	tool := call.Tool
 	lower := strings.ToLower(tool)
 	if v, ok := h.checkToolGlobs(tool, lower); !ok {
@@ -357,6 +378,7 @@ func (h *Hook) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error
 		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf(
 			"The arguments of %q are not one JSON object (%v), so its paths and commands cannot be checked.", tool, call.ArgsErr)), nil
 	}
+	m := pathguard.MemoFrom(ctx)
 	var bases []string
 	if pathChecks || shellKind != notShell {
 		paths, err := pathguard.Extract(tool, call.Args, h.pathArgs[lower])
@@ -364,7 +386,7 @@ func (h *Hook) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error
 			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The arguments of %q cannot be checked: %v.", tool, err)), nil
 		}
 		for _, p := range paths {
-			real, v, ok := h.checkPath(p, "")
+			real, v, ok := h.checkPath(m, p, "")
 			if !ok {
 				return v, nil
 			}
@@ -374,7 +396,7 @@ func (h *Hook) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error
 		}
 	}
 	if shellKind != notShell {
-		return h.checkShell(tool, shellKind, call, bases), nil
+		return h.checkShell(m, tool, shellKind, call, bases), nil
 	}
 	return hooks.Allow, nil
 }
@@ -425,15 +447,16 @@ func isCwdKey(args map[string]any, p string) bool {
 }
 
 // checkPath resolves p (relative to base, or the workspace when base is
-// empty) and applies workspaceOnly and the forbidden globs.
-func (h *Hook) checkPath(p, base string) (string, hooks.Verdict, bool) {
+// empty), with the call's lookups remembered in m, and applies
+// workspaceOnly and the forbidden globs.
+func (h *Hook) checkPath(m *pathguard.Memo, p, base string) (string, hooks.Verdict, bool) {
 	if h.res == nil {
 		return "", hooks.Allow, true
 	}
 	if base == "" {
 		base = h.res.Real
 	}
-	real, err := h.res.ResolveFrom(base, p)
+	real, err := h.res.ResolveFromMemo(m, base, p)
 	if err != nil {
 		return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Path %q cannot be resolved safely: %v.", p, err)), false
 	}
@@ -462,7 +485,7 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 	if !strings.HasPrefix(abs, "/") {
 		abs = base + "/" + abs
 	}
-	abs = filepath.Clean(abs)
+	abs = pathguard.Clean(abs)
 	cands := [3]string{raw, abs, real}
 	if h.fold {
 		for i := range cands {
@@ -476,7 +499,7 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 	for _, g := range h.forbidden {
 		for _, f := range g.forms {
 			for _, c := range cands[:n] {
-				if f.literal != "" && !strings.Contains(c, f.literal) {
+				if (f.prefix != "" && !strings.HasPrefix(c, f.prefix)) || (f.literal != "" && !strings.Contains(c, f.literal)) {
 					continue
 				}
 				if doublestar.MatchUnvalidated(f.glob, c) {
@@ -502,7 +525,7 @@ func safeDevice(p string) bool {
 }
 
 // checkShell applies the shell rules.
-func (h *Hook) checkShell(tool string, kind shellKind, call *hooks.Call, bases []string) hooks.Verdict {
+func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *hooks.Call, bases []string) hooks.Verdict {
 	if !h.allowShell {
 		return hooks.Deny(RuleShellDisabled, fmt.Sprintf("Tool %q is a shell tool and allowShell is false.", tool))
 	}
@@ -531,7 +554,7 @@ func (h *Hook) checkShell(tool string, kind shellKind, call *hooks.Call, bases [
 		bases = []string{h.res.Real}
 	}
 	for _, c := range cmds {
-		if v := h.checkCommand(c, bases); !v.Allowed {
+		if v := h.checkCommand(m, c, bases); !v.Allowed {
 			return v
 		}
 	}
@@ -544,7 +567,7 @@ const maxBases = 8
 // maxGlobMatches bounds how many files one glob word may expand to.
 const maxGlobMatches = 1024
 
-func (h *Hook) checkCommand(cmd string, bases []string) hooks.Verdict {
+func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks.Verdict {
 	an, err := shellcheck.Analyze(cmd)
 	if err != nil {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Shell command %q cannot be checked: %v.", short(cmd), err))
@@ -569,7 +592,7 @@ func (h *Hook) checkCommand(cmd string, bases []string) hooks.Verdict {
 	for _, d := range an.Dirs {
 		n := len(bases)
 		for _, b := range bases[:n] {
-			real, v, ok := h.checkPath(d, b)
+			real, v, ok := h.checkPath(m, d, b)
 			if !ok {
 				return v
 			}
@@ -585,7 +608,7 @@ func (h *Hook) checkCommand(cmd string, bases []string) hooks.Verdict {
 	}
 	for _, b := range bases {
 		for _, w := range an.Words {
-			if v := h.checkWord(w.Value, w.Glob, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, w.Value, w.Glob, b, cmd); !v.Allowed {
 				return v
 			}
 		}
@@ -594,7 +617,7 @@ func (h *Hook) checkCommand(cmd string, bases []string) hooks.Verdict {
 			if r.Glob {
 				pat = r.Target
 			}
-			if v := h.checkWord(r.Target, pat, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, r.Target, pat, b, cmd); !v.Allowed {
 				return v
 			}
 		}
@@ -603,11 +626,11 @@ func (h *Hook) checkCommand(cmd string, bases []string) hooks.Verdict {
 }
 
 // checkWord checks one shell word (and, for a glob, what it expands to).
-func (h *Hook) checkWord(value, glob, base, cmd string) hooks.Verdict {
+func (h *Hook) checkWord(m *pathguard.Memo, value, glob, base, cmd string) hooks.Verdict {
 	if value == "" {
 		return hooks.Allow
 	}
-	if _, v, ok := h.checkPath(value, base); !ok {
+	if _, v, ok := h.checkPath(m, value, base); !ok {
 		return shellVerdict(v, cmd)
 	}
 	if glob == "" {
@@ -618,7 +641,7 @@ func (h *Hook) checkWord(value, glob, base, cmd string) hooks.Verdict {
 	for i, c := range comps {
 		if ok, _ := path.Match(c, ".."); ok {
 			alt := append(append(append([]string(nil), comps[:i]...), ".."), comps[i+1:]...)
-			if _, v, ok := h.checkPath(strings.Join(alt, "/"), base); !ok {
+			if _, v, ok := h.checkPath(m, strings.Join(alt, "/"), base); !ok {
 				return shellVerdict(v, cmd)
 			}
 		}
@@ -642,8 +665,8 @@ func (h *Hook) checkWord(value, glob, base, cmd string) hooks.Verdict {
 		return hooks.Deny(RuleShellUnverifiable,
 			fmt.Sprintf("Glob %q in shell command %q matches more than %d files.", glob, short(cmd), maxGlobMatches))
 	}
-	for _, m := range matches {
-		if _, v, ok := h.checkPath(m, base); !ok {
+	for _, match := range matches {
+		if _, v, ok := h.checkPath(m, match, base); !ok {
 			return shellVerdict(v, cmd)
 		}
 	}
@@ -693,42 +716,47 @@ func (h *Hook) commandAllowed(text string) bool {
 // MatchCommand reports whether a shell allow-list pattern matches a command
 // text: `*` matches any run of characters (including `/` and spaces), `?`
 // any one character, `\` makes the next character literal; everything else
-// matches itself.
+// matches itself. Characters are runes (an invalid UTF-8 byte counts as one
+// U+FFFD, as in a []rune conversion); the strings are walked in place by
+// byte offsets, without converting them.
 func MatchCommand(pattern, text string) bool {
-	p, t := []rune(pattern), []rune(text)
 	pi, ti := 0, 0
 	starP, starT := -1, 0
-	for ti < len(t) {
-		if pi < len(p) {
-			switch c := p[pi]; {
+	for ti < len(text) {
+		if pi < len(pattern) {
+			tr, tw := utf8.DecodeRuneInString(text[ti:])
+			switch c := pattern[pi]; {
 			case c == '*':
 				starP, starT = pi, ti
 				pi++
 				continue
 			case c == '?':
 				pi++
-				ti++
+				ti += tw
 				continue
-			case c == '\\' && pi+1 < len(p):
-				if p[pi+1] == t[ti] {
-					pi += 2
-					ti++
+			case c == '\\' && pi+1 < len(pattern):
+				if pr, pw := utf8.DecodeRuneInString(pattern[pi+1:]); pr == tr {
+					pi += 1 + pw
+					ti += tw
 					continue
 				}
-			case c == t[ti]:
-				pi++
-				ti++
-				continue
+			default:
+				if pr, pw := utf8.DecodeRuneInString(pattern[pi:]); pr == tr {
+					pi += pw
+					ti += tw
+					continue
+				}
 			}
 		}
 		if starP < 0 {
 			return false
 		}
-		starT++
+		_, w := utf8.DecodeRuneInString(text[starT:])
+		starT += w
 		pi, ti = starP+1, starT
 	}
-	for pi < len(p) && p[pi] == '*' {
+	for pi < len(pattern) && pattern[pi] == '*' {
 		pi++
 	}
-	return pi == len(p)
+	return pi == len(pattern)
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // checkScope applies rules 3 to 6 of ContractScope to call.
-func (h *ContractScope) checkScope(call *hooks.Call, c *Contract) hooks.Verdict {
+func (h *ContractScope) checkScope(m *pathguard.Memo, call *hooks.Call, c *Contract) hooks.Verdict {
 	class := classify(call.Tool)
 	g := c.grantFor(call.Tool)
 	topScoped := len(c.AllowedPaths) > 0 && class != classOther
@@ -38,7 +38,7 @@ func (h *ContractScope) checkScope(call *hooks.Call, c *Contract) hooks.Verdict 
 		return hooks.Deny(RuleAllowedPaths, fmt.Sprintf(
 			"The contract restricts the paths of tool %q but the hook has no workspace root to resolve them against", call.Tool))
 	}
-	paths, err := h.callPaths(call)
+	paths, err := h.callPaths(m, call)
 	if err != nil {
 		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf(
 			"The paths of tool %q cannot be checked against the contract: %v", call.Tool, err))
@@ -57,7 +57,7 @@ func (h *ContractScope) checkScope(call *hooks.Call, c *Contract) hooks.Verdict 
 			"The contract confines tool %q to allowed paths but no path could be extracted from the call", call.Tool))
 	}
 	for _, p := range paths {
-		real, err := h.paths.ResolveFrom(p.base, p.path)
+		real, err := h.paths.ResolveFromMemo(m, p.base, p.path)
 		if err != nil {
 			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf(
 				"Path %q of tool %q cannot be resolved: %v", p.path, call.Tool, err))
@@ -144,7 +144,7 @@ type callPath struct {
 //     attached short option), relative to cwd, since git's -C and
 //     --git-dir/--work-tree options can name any directory;
 //   - for apply_patch, the file names in the patch text.
-func (h *ContractScope) callPaths(call *hooks.Call) ([]callPath, error) {
+func (h *ContractScope) callPaths(m *pathguard.Memo, call *hooks.Call) ([]callPath, error) {
 	extracted, err := pathguard.Extract(call.Tool, call.Args, h.pathKeys)
 	if err != nil {
 		return nil, err
@@ -153,7 +153,7 @@ func (h *ContractScope) callPaths(call *hooks.Call) ([]callPath, error) {
 	for _, p := range extracted {
 		out = append(out, callPath{path: p, base: h.paths.Real})
 	}
-	base, err := h.workingDir(call.Args)
+	base, err := h.workingDir(m, call.Args)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func (h *ContractScope) callPaths(call *hooks.Call) ([]callPath, error) {
 
 // workingDir resolves the call's cwd/working_directory argument, the base of
 // the relative paths in a command; "" (the workspace root) when absent.
-func (h *ContractScope) workingDir(args map[string]any) (string, error) {
+func (h *ContractScope) workingDir(m *pathguard.Memo, args map[string]any) (string, error) {
 	for _, key := range []string{"working_directory", "cwd"} {
 		v, ok := lookupFold(args, key)
 		if !ok || v == nil {
@@ -224,7 +224,7 @@ func (h *ContractScope) workingDir(args map[string]any) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("argument %q is not a string", key)
 		}
-		real, err := h.paths.Resolve(s)
+		real, err := h.paths.ResolveMemo(m, s)
 		if err != nil {
 			return "", fmt.Errorf("argument %q: %w", key, err)
 		}

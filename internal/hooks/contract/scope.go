@@ -53,7 +53,9 @@ type Config struct {
 //     is denied, except code_exec explicitly granted without paths.
 //
 // Paths are resolved by pathguard against the workspace root on every call,
-// symlinks followed before ".." is applied. The allowed prefixes are resolved
+// symlinks followed before ".." is applied; the lookups are shared with the
+// other hooks deciding the same call through the executor's per-call
+// pathguard.Memo, never across calls. The allowed prefixes are resolved
 // the same way once, when first used, and kept for the hook's lifetime, so
 // retargeting a symlink inside a prefix cannot move the scope. A shell (or
 // process) command is parsed and every word that names a path is checked,
@@ -115,7 +117,7 @@ func (h *ContractScope) Budgets() *Budgets { return h.budgets }
 
 // Before decides the call against its contract and, when the contract has a
 // budget and the call is allowed, reserves one slot of it.
-func (h *ContractScope) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error) {
+func (h *ContractScope) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
 	c, ok := h.resolver.ContractFor(call)
 	if !ok || c == nil {
 		return hooks.Allow, nil
@@ -127,7 +129,7 @@ func (h *ContractScope) Before(_ context.Context, call *hooks.Call) (hooks.Verdi
 	if c.MaxToolCalls > 0 && h.budgets.exhausted(call.SessionID, c.MaxToolCalls) {
 		return h.overBudget(call, c), nil
 	}
-	if v := h.checkScope(call, c); !v.Allowed {
+	if v := h.checkScope(pathguard.MemoFrom(ctx), call, c); !v.Allowed {
 		return v, nil
 	}
 	if c.MaxToolCalls > 0 {

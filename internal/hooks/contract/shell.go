@@ -7,6 +7,8 @@ import (
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
 
 // Reasons given in refusedCommands.
@@ -50,7 +52,7 @@ func shellPaths(cmd string) ([]string, error) {
 	if strings.IndexByte(cmd, 0) >= 0 {
 		return nil, fmt.Errorf("the command contains a NUL byte")
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
+	f, err := shellcheck.ParseBash(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("the command cannot be parsed: %w", err)
 	}

@@ -9,11 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"unicode"
 )
 
@@ -131,7 +129,12 @@ func swapLastCase(p string) string {
 // the user's home; relative paths are joined to the workspace root (never the
 // process directory). See ResolveFrom.
 func (r *Resolver) Resolve(p string) (string, error) {
-	return r.ResolveFrom(r.Real, p)
+	return r.ResolveFromMemo(nil, r.Real, p)
+}
+
+// ResolveMemo is Resolve with the lookups remembered in m (see Memo).
+func (r *Resolver) ResolveMemo(m *Memo, p string) (string, error) {
+	return r.ResolveFromMemo(m, r.Real, p)
 }
 
 // ResolveFrom is Resolve with relative paths joined to base (an absolute
@@ -145,6 +148,12 @@ func (r *Resolver) Resolve(p string) (string, error) {
 // symlink resolution. Any other lookup error (permission denied, not a
 // directory, name too long) fails, so callers deny.
 func (r *Resolver) ResolveFrom(base, p string) (string, error) {
+	return r.ResolveFromMemo(nil, base, p)
+}
+
+// ResolveFromMemo is ResolveFrom with the lookups remembered in m, which
+// must belong to the current call's decision (see Memo); nil means none.
+func (r *Resolver) ResolveFromMemo(m *Memo, base, p string) (string, error) {
 	if p == "" {
 		return "", ErrEmptyPath
 	}
@@ -171,19 +180,14 @@ func (r *Resolver) ResolveFrom(base, p string) (string, error) {
 	// The workspace root's own components were resolved once, by NewResolver:
 	// a path under the root's real path is walked from there, not from "/".
 	if r.Real != "" && r.Real != "/" && len(p) > len(r.Real) && p[len(r.Real)] == '/' && p[:len(r.Real)] == r.Real {
-		return walkFrom(r.Real, p[len(r.Real)+1:], p)
+		return walkFrom(m, r.Real, p[len(r.Real)+1:], p)
 	}
-	return walk(p)
-}
-
-// walk resolves an absolute path component by component.
-func walk(p string) (string, error) {
-	return walkFrom("/", p, p)
+	return walkFrom(m, "/", p, p)
 }
 
 // walkFrom resolves rest component by component, starting at start (a real
 // path of an existing directory, or "/"); orig is the path named in errors.
-func walkFrom(start, rest, orig string) (string, error) {
+func walkFrom(m *Memo, start, rest, orig string) (string, error) {
 	cur := start
 	missing := 0 // how many trailing components of cur do not exist
 	hops := 0
@@ -208,25 +212,21 @@ func walkFrom(start, rest, orig string) (string, error) {
 			cur, missing = next, missing+1
 			continue
 		}
-		fi, err := os.Lstat(next)
+		kind, target, err := m.lookup(next)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-				cur, missing = next, 1
-				continue
-			}
 			return "", fmt.Errorf("resolving %q at %q: %w", orig, next, err)
 		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
+		switch kind {
+		case kindMissing:
+			cur, missing = next, 1
+			continue
+		case kindOther:
 			cur = next
 			continue
 		}
 		hops++
 		if hops > MaxSymlinkHops {
 			return "", fmt.Errorf("resolving %q: %w (more than %d)", orig, ErrTooManySymlinks, MaxSymlinkHops)
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return "", fmt.Errorf("resolving %q at %q: %w", orig, next, err)
 		}
 		if target == "" {
 			return "", fmt.Errorf("resolving %q: symlink %q has an empty target", orig, next)
@@ -254,7 +254,40 @@ func nextComponent(p string) (string, string) {
 // does no file system access, so pass real paths (from Resolve). It compares
 // bytes exactly; use Resolver.Within on case-insensitive file systems.
 func Within(path, dir string) bool {
-	return within(filepath.Clean(path), filepath.Clean(dir))
+	return within(Clean(path), Clean(dir))
+}
+
+// Clean is filepath.Clean, returning an absolute path that is already clean
+// (as Resolve's results and the workspace root are) after one cheap scan.
+func Clean(p string) string {
+	if isCleanAbs(p) {
+		return p
+	}
+	return filepath.Clean(p)
+}
+
+// isCleanAbs reports whether p is an absolute path equal to its
+// filepath.Clean: "/" or a path starting with "/" that has no empty, "." or
+// ".." component and no trailing slash.
+func isCleanAbs(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	if p == "/" {
+		return true
+	}
+	start := 1 // start of the current component
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		switch p[start:i] {
+		case "", ".", "..":
+			return false
+		}
+		start = i + 1
+	}
+	return true
 }
 
 func within(path, dir string) bool {
@@ -278,7 +311,7 @@ func (r *Resolver) Within(path string) bool {
 // what counts as forbidden, and widens "inside" only to names the file
 // system itself treats as equal).
 func (r *Resolver) WithinDir(path, dir string) bool {
-	path, dir = filepath.Clean(path), filepath.Clean(dir)
+	path, dir = Clean(path), Clean(dir)
 	if r.CaseInsensitive {
 		path, dir = strings.ToLower(path), strings.ToLower(dir)
 	}

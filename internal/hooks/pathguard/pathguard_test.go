@@ -247,7 +247,7 @@ func TestResolveUnderTheRootMatchesAFullWalkFromSlash(t *testing.T) {
 		if !filepath.IsAbs(p) {
 			full = r.Real + "/" + p
 		}
-		want, wantErr := walk(full)
+		want, wantErr := walkFrom(nil, "/", full, full)
 		if got != want || (gotErr == nil) != (wantErr == nil) {
 			t.Errorf("Resolve(%q) = %q, %v; a walk from / gives %q, %v", p, got, gotErr, want, wantErr)
 		}

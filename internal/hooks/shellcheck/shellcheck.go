@@ -20,6 +20,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -37,6 +38,20 @@ const (
 	// expansion is reported as unverifiable.
 	MaxBraceWords = 256
 )
+
+// parsers holds bash parsers for reuse: a syntax.Parser may be reused once
+// a Parse has returned (it resets itself and allocates the next tree's nodes
+// afresh), and a new one costs about 2.6 KB.
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
+// ParseBash parses src as one bash script (syntax.LangBash) with a pooled
+// parser. The tree it returns is the caller's.
+func ParseBash(src string) (*syntax.File, error) {
+	p := parsers.Get().(*syntax.Parser)
+	f, err := p.Parse(strings.NewReader(src), "")
+	parsers.Put(p) // not reached when Parse panics: that parser is dropped
+	return f, err
+}
 
 // ErrParse wraps every parse failure.
 var ErrParse = errors.New("shell command does not parse")
@@ -127,7 +142,7 @@ func (a *analyzer) script(src string, depth int) error {
 	if strings.IndexByte(src, 0) >= 0 {
 		return fmt.Errorf("%w: command contains a NUL byte", ErrParse)
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := ParseBash(src)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrParse, err)
 	}
