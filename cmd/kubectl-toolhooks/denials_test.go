@@ -142,19 +142,22 @@ func startDenialsEnv(t *testing.T) string {
 	decide("s3", "carol", "read_file", `{"path":"a.txt"}`, true)
 	decide("s3", "carol", "read_file", `{"path":"b.txt"}`, true)
 	decide("s3", "carol", "read_file", `{"path":"c.txt"}`, false) // over budget
+	decide("s4", "dave", "list_dir", `{"path":"config/.env"}`, false)
 
 	// The events broadcaster writes asynchronously: wait until the four
-	// Events are there, the repeated denial counted as a series of two.
+	// Events are there, the repeated denial counted as a series of two and
+	// the same policy's denial of another tool kept apart with its own note.
 	waitFor(t, func() (bool, string) {
 		recs, err := cli.ListDenials(ctx, cs, dyn, cli.DenialQuery{Namespace: "agents"})
 		if err != nil {
 			return false, err.Error()
 		}
-		byPolicy := map[string]cli.DenialRecord{}
+		byTool := map[string]cli.DenialRecord{}
 		for _, r := range recs {
-			byPolicy[r.Policy.Name] = r
+			byTool[r.Policy.Name+"/"+r.Tool] = r
 		}
-		return len(recs) == 3 && byPolicy["coding"].Count == 2, fmt.Sprintf("%+v", recs)
+		return len(recs) == 4 && byTool["coding/read_file"].Count == 2 && byTool["coding/list_dir"].Session == "s4",
+			fmt.Sprintf("%+v", recs)
 	})
 	return kubeconfig
 }
@@ -165,8 +168,14 @@ func denialsTable(t *testing.T, kubeconfig string) {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("want a header and one row:\n%s", r.stdout)
+	if len(lines) != 3 {
+		t.Fatalf("want a header and a row per tool:\n%s", r.stdout)
+	}
+	if strings.Contains(lines[1], "list_dir") { // newest first
+		lines[1], lines[2] = lines[2], lines[1]
+	}
+	if f := strings.Fields(lines[2]); len(f) < 8 || f[5] != "list_dir" || f[6] != "s4" || f[7] != "dave" {
+		t.Errorf("row %q, want the list_dir denial of session s4 by dave", lines[2])
 	}
 	for _, h := range []string{"LAST SEEN", "COUNT", "ACTION", "POLICY", "GATEWAY", "TOOL", "SESSION", "SENDER", "RULE", "REASON"} {
 		if !strings.Contains(lines[0], h) {
@@ -193,10 +202,13 @@ func denialsJSON(t *testing.T, kubeconfig string) {
 		if err := json.Unmarshal([]byte(r.stdout), &recs); err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, r.stdout)
 		}
-		if len(recs) != 1 {
-			t.Fatalf("%v: %d records", args, len(recs))
+		if len(recs) != 2 {
+			t.Fatalf("%v: %d records, want one per tool", args, len(recs))
 		}
 		got := recs[0]
+		if got.Tool != "read_file" {
+			got = recs[1]
+		}
 		if got.Count != 2 || got.Action != "Denied" || got.Tool != "read_file" || got.Session != "s1" || got.Sender != "alice" ||
 			got.Rule != "forbiddenPathGlobs" || got.Gateway != "gateway-7d9f-abcde" ||
 			got.Policy != (cli.PolicyObject{Kind: "AutonomyPolicy", Namespace: "agents", Name: "coding"}) ||
@@ -222,8 +234,8 @@ func denialsAll(t *testing.T, kubeconfig string) {
 	if b := got["ContractPolicy/budget"]; b.Action != "Denied" || b.Session != "s3" || b.Sender != "carol" || b.Count != 1 {
 		t.Errorf("budget record %+v", b)
 	}
-	if len(recs) != 3 {
-		t.Errorf("%d records, want 3: %+v", len(recs), recs)
+	if len(recs) != 4 {
+		t.Errorf("%d records, want 4: %+v", len(recs), recs)
 	}
 	r = runCLI(t, "denials", "ctp", "-n", "agents", "--kubeconfig", kubeconfig)
 	if r.code != 0 || !strings.Contains(r.stdout, "contractpolicy/budget") || strings.Contains(r.stdout, "autonomypolicy/") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
@@ -24,8 +25,11 @@ const (
 	ReasonToolCallWarned = "ToolCallWarned"
 )
 
-// maxNote is the longest note the events API accepts.
-const maxNote = 1024
+// maxNote and maxAction are the longest note and action the events API accepts.
+const (
+	maxNote   = 1024
+	maxAction = 128
+)
 
 // EventSinkOptions configure Events.
 type EventSinkOptions struct {
@@ -107,10 +111,26 @@ func (e *Events) Denied(_ context.Context, call *hooks.Call, d hooks.Decision) {
 	}
 	note := fmt.Sprintf("%s tool %q for session %q sender %q (rule %s): %s",
 		verb, call.Tool, call.SessionID, call.SenderID, d.Rule, d.Reason)
-	if len(note) > maxNote {
-		note = note[:maxNote-3] + "..."
+	// The action is the tool, so the broadcaster's series (keyed on
+	// regarding, related, reason and action) count repeats per tool instead
+	// of folding every tool's denials into the first one's note.
+	action := call.Tool
+	if action == "" {
+		action = "GateToolCall"
 	}
-	e.recorder.Eventf(regarding, related, eventType, reason, "GateToolCall", "%s", note)
+	e.recorder.Eventf(regarding, related, eventType, reason, truncate(action, maxAction), "%s", truncate(note, maxNote))
+}
+
+// truncate shortens s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // Dropped returns how many denials the rate limit kept from becoming Events.
