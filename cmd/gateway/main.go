@@ -46,6 +46,7 @@ type flags struct {
 	staticTokenFile string
 	shutdownTimeout time.Duration
 	kube            kubeFlags
+	mcp             mcpFlags
 }
 
 func parseFlags(args []string, stderr io.Writer) (flags, error) {
@@ -61,6 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.staticTokenFile, "static-token-file", "", "accept configuration pushes bearing the token in this file (standalone use)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for calls in flight on shutdown")
 	f.kube.register(fs)
+	f.mcp.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -142,18 +144,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer stopKube()
 	}
+	ups, err := f.mcp.connect(ctx, &opts, log)
+	if err != nil {
+		return err
+	}
+	if ups != nil {
+		defer ups.Close() // after the HTTP server has shut down: stops the upstream processes
+	}
 	srv, err := gateway.New(opts)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	handler, err := f.mcp.handler(srv, ups, f.kube.tokenReviews, log)
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
 	hs := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute, // the request only; tools may run longer (no WriteTimeout)
 		IdleTimeout:       2 * time.Minute,
@@ -162,7 +175,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("Gateway listening", "address", ln.Addr().String(), "workspace", f.workspace,
-		"standalone", f.policies != "", "pushes", opts.Authenticator != nil)
+		"standalone", f.policies != "", "pushes", opts.Authenticator != nil, "mcp", f.mcp.enabled)
 
 	if f.policies != "" {
 		go func() {
