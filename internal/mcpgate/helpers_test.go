@@ -88,7 +88,12 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	ws := t.TempDir()
+	return newEnvIn(t, t.TempDir(), o)
+}
+
+// newEnvIn is newEnv with the workspace ws.
+func newEnvIn(t *testing.T, ws string, o envOptions) *env {
+	t.Helper()
 	for name, body := range map[string]string{
 		"README.md":   "# project\n",
 		"config/.env": "SECRET=1\n",

@@ -8,7 +8,9 @@
 // (AnonymousSender only when anonymous callers are allowed). A denial is a
 // tool result with isError, the seed text "Tool execution denied by hook:
 // <hook>" and the structured denial (hook, policy, rule, reason) in
-// structuredContent.denial and _meta["toolhooks.dev/denial"].
+// _meta["toolhooks.dev/denial"] and, for tools without an output schema (which
+// clients validate structuredContent against even in errors), in
+// structuredContent.denial too.
 //
 // Upstream MCP servers (stdio processes or streamable-HTTP URLs, see Config)
 // are connected at start; their tools join the gateway's tools as
@@ -87,6 +89,10 @@ type Handler struct {
 	http    http.Handler
 	listing listing
 	hide    bool
+	// typed are the tools with an output schema: clients validate a
+	// structuredContent against it even in error results, so their denials
+	// carry the structured denial in _meta only.
+	typed map[string]bool
 }
 
 // NewHandler builds the endpoint serving the built-in tools (the gateway's
@@ -112,10 +118,13 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.Upstreams != nil {
 		descs = append(descs, opts.Upstreams.Descriptors()...)
 	}
-	h := &Handler{gw: opts.Gateway, hide: opts.DeniedTools == DeniedHide}
+	h := &Handler{gw: opts.Gateway, hide: opts.DeniedTools == DeniedHide, typed: map[string]bool{}}
 	names := make([]string, len(descs))
 	for i, d := range descs {
 		names[i] = d.Name
+		if d.OutputSchema != nil {
+			h.typed[d.Name] = true
+		}
 	}
 	h.listing = listing{gw: opts.Gateway, names: names}
 	h.server = mcp.NewServer(&mcp.Implementation{Name: "toolhooks-gateway", Version: "v1alpha1"},
@@ -152,11 +161,12 @@ func (h *Handler) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	ctx, up := withSlot(ctx)
 	res := h.gw.ExecuteMCP(ctx, call)
-	return toResult(&res, up), nil
+	return toResult(&res, up, h.typed[call.Tool]), nil
 }
 
-// toResult turns the executor's result into MCP's.
-func toResult(res *hooks.Result, up *slot) *mcp.CallToolResult {
+// toResult turns the executor's result into MCP's; typed tools (with an
+// output schema) get no structuredContent in denials.
+func toResult(res *hooks.Result, up *slot, typed bool) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{}
 	switch res.Status {
 	case hooks.StatusSucceeded:
@@ -170,7 +180,9 @@ func toResult(res *hooks.Result, up *slot) *mcp.CallToolResult {
 		d := gateway.DenialOf(res.Denial)
 		out.IsError = true
 		out.Content = []mcp.Content{&mcp.TextContent{Text: res.Output}}
-		out.StructuredContent = map[string]any{"denial": d}
+		if !typed {
+			out.StructuredContent = map[string]any{"denial": d}
+		}
 		out.Meta = mcp.Meta{MetaDenial: d}
 	default: // failed, timed out, unknown tool
 		out.IsError = true
