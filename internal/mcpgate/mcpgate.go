@@ -133,8 +133,10 @@ func NewHandler(opts Options) (*Handler, error) {
 		h.server.AddTool(d, h.callTool)
 	}
 	h.server.AddReceivingMiddleware(h.filterList)
+	// JSON responses rather than an SSE stream per POST: the gateway sends
+	// no notifications during a call, and it saves work on every call.
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server },
-		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionIdleTimeout})
+		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionIdleTimeout, JSONResponse: true})
 	h.http = authMiddleware(opts.Authenticator, opts.AllowAnonymous, streamable)
 	return h, nil
 }
@@ -152,7 +154,11 @@ func Mount(gw, mcpHandler http.Handler) http.Handler {
 
 // callTool runs one tools/call through the gateway.
 func (h *Handler) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	call := hooks.NewCall(req.Params.Name, string(req.Params.Arguments))
+	args := string(req.Params.Arguments)
+	if args == "null" { // as POST /v1/tool-calls: null means no arguments
+		args = ""
+	}
+	call := hooks.NewCall(req.Params.Name, args)
 	call.SessionID = req.Session.ID()
 	call.ChannelID = ChannelID
 	call.SenderID = AnonymousSender
