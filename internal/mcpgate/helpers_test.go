@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -82,6 +83,8 @@ type envOptions struct {
 	anonymous bool
 	noAuth    bool
 	denied    string
+	// toolTimeout is the gateway's tool timeout (0: the default).
+	toolTimeout time.Duration
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -107,7 +110,7 @@ func newEnvIn(t *testing.T, ws string, o envOptions) *env {
 		}
 	}
 	e := &env{t: t, ws: ws, audit: &records{}}
-	opts := gateway.Options{Workspace: ws, Audit: e.audit, Logger: discard()}
+	opts := gateway.Options{Workspace: ws, Audit: e.audit, Logger: discard(), ToolTimeout: o.toolTimeout}
 	var ups *mcpgate.Upstreams
 	if o.upstreams != nil {
 		var err error
@@ -268,6 +271,12 @@ func newUpstreamServer() (*mcp.Server, *atomic.Int64) {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			calls.Add(1)
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "boom"}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "hang", Description: "Never answer.", InputSchema: schema()},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			<-ctx.Done()
+			return nil, ctx.Err()
 		})
 	srv.AddTool(&mcp.Tool{Name: "crash", Description: "Exit the server process.", InputSchema: schema()},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

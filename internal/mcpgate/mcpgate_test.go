@@ -278,7 +278,7 @@ func TestHTTPUpstream(t *testing.T) {
 	e.apply(codingPolicy)
 	cs := connect(t, e.url, aliceToken)
 	listed := listTools(t, cs)
-	for _, name := range []string{"up_echo", "up_where", "up_fail", "up_crash", "read_file"} {
+	for _, name := range []string{"up_echo", "up_where", "up_fail", "up_hang", "up_crash", "read_file"} {
 		if _, ok := listed[name]; !ok {
 			t.Errorf("tools/list lacks %s", name)
 		}
@@ -404,4 +404,26 @@ func TestUnknownToolIsNotADenial(t *testing.T) {
 		t.Fatalf("unknown tool: %v", err)
 	}
 	_ = gateway.GatewayHookName
+}
+
+func TestHangingUpstreamTimesOut(t *testing.T) {
+	up, _ := httpUpstream(t)
+	e := newEnv(t, envOptions{upstreams: upstreamConfig(up.URL), toolTimeout: 500 * time.Millisecond})
+	e.apply(codingPolicy)
+	cs := connect(t, e.url, aliceToken)
+	start := time.Now()
+	res := call(t, cs, "up_hang", `{}`)
+	if !res.IsError || text(res) != hooks.TimedOutText {
+		t.Fatalf("hanging upstream: isError=%v text=%q", res.IsError, text(res))
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the call took %v with a 500ms tool timeout", took)
+	}
+	if rec := e.audit.last(t); rec.Outcome != hooks.StatusTimedOut {
+		t.Fatalf("audit outcome %s", rec.Outcome)
+	}
+	// The connection still works for the next call.
+	if res := call(t, cs, "up_echo", `{"text":"after"}`); res.IsError || text(res) != "echo: after" {
+		t.Fatalf("after the timeout: %q", text(res))
+	}
 }
