@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
@@ -28,23 +29,53 @@ const benchSessions = 64
 // coding-agent AutonomyPolicy, the JSON audit sink and a
 // ContractPolicy budget ("gated"), from 64 concurrent MCP sessions. It reports
 // the per-call latency percentiles (p50-us, p99-us); the overhead is gated
-// minus direct. inflight=1 makes one call at a time, rotating over the
+// minus direct. hooks-us/call is the gateway's mean time in the hook chain
+// (before and after phases, without the upstream call). inflight=1 makes one call at a time, rotating over the
 // sessions (latency without queueing); inflight=64 has every session call at
 // once (on a small machine, latency is then mostly queueing for the CPU, and
 // ns/op is the CPU cost per call). Allocations cover the whole process
 // (client, gateway and upstream).
 func BenchmarkToolsCall(b *testing.B) {
 	up, _ := httpUpstream(b)
-	gwURL := benchGateway(b, up.URL)
+	reg := gateway.NewRegistry()
+	gwURL := benchGateway(b, up.URL, reg)
 	args := json.RawMessage(`{"text":"hello","path":"README.md"}`)
 	for _, inflight := range []int{1, benchSessions} {
 		b.Run(fmt.Sprintf("inflight=%d/direct", inflight), func(b *testing.B) { benchCalls(b, up.URL, "", "echo", args, inflight) })
-		b.Run(fmt.Sprintf("inflight=%d/gated", inflight), func(b *testing.B) { benchCalls(b, gwURL, aliceToken, "up_echo", args, inflight) })
+		b.Run(fmt.Sprintf("inflight=%d/gated", inflight), func(b *testing.B) {
+			sum0, n0 := hookTime(b, reg)
+			benchCalls(b, gwURL, aliceToken, "up_echo", args, inflight)
+			sum1, n1 := hookTime(b, reg)
+			b.ReportMetric((sum1-sum0)/float64(n1-n0)*1e6, "hooks-us/call")
+		})
 	}
 }
 
+// hookTime reads the gateway's time in the hook chain for MCP calls
+// (toolhooks_decision_duration_seconds{api="mcp"}): total seconds and count.
+func hookTime(b *testing.B, reg *prometheus.Registry) (float64, uint64) {
+	b.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "toolhooks_decision_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "api" && l.GetValue() == "mcp" {
+					return m.GetHistogram().GetSampleSum(), m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0, 0
+}
+
 // benchGateway starts a gateway fronting upstreamURL and returns its MCP URL.
-func benchGateway(b *testing.B, upstreamURL string) string {
+func benchGateway(b *testing.B, upstreamURL string, reg *prometheus.Registry) string {
 	b.Helper()
 	ws := b.TempDir()
 	ups, err := mcpgate.Connect(context.Background(), upstreamConfig(upstreamURL), discard())
@@ -57,7 +88,7 @@ func benchGateway(b *testing.B, upstreamURL string) string {
 		b.Fatal(err)
 	}
 	srv, err := gateway.New(gateway.Options{Workspace: ws, Audit: audit.NewJSONSink(io.Discard), Logger: discard(),
-		Tools: append(builtins, ups.Tools()...), ToolTraits: ups.Traits()})
+		Tools: append(builtins, ups.Tools()...), ToolTraits: ups.Traits(), Registry: reg})
 	if err != nil {
 		b.Fatal(err)
 	}
