@@ -85,10 +85,21 @@ envtest: ## Build (once) the envtest kube-apiserver, etcd and kubectl from sourc
 	@hack/setup-envtest.sh
 
 .PHONY: test
-test: generate manifests fmt vet helm kustomize ## Run all unit and envtest suites with -race.
+test: generate manifests fmt vet helm kustomize mcp-npm ## Run all unit and envtest suites with -race.
 	@assets="$$(hack/setup-envtest.sh)"; \
 	echo "Running tests with KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(TEST_FLAGS) $(TEST_PKGS)
+
+# The third-party MCP packages the gateway's MCP tests run (internal/mcpgate),
+# pinned by hack/mcp-npm/package-lock.json.
+MCP_NPM_DIR := hack/mcp-npm
+
+.PHONY: mcp-npm
+mcp-npm: $(MCP_NPM_DIR)/node_modules/.package-lock.json ## Install the pinned MCP npm packages for the tests (npm ci).
+$(MCP_NPM_DIR)/node_modules/.package-lock.json: $(MCP_NPM_DIR)/package.json $(MCP_NPM_DIR)/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is not installed: the MCP tests need it (.ci/run installs Debian's npm)"; exit 1; }
+	cd $(MCP_NPM_DIR) && npm ci --no-audit --no-fund
+	@touch $@
 
 .PHONY: ci
 ci: verify lint test ## What CI runs: generated code current, lint, then all tests.

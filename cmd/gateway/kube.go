@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -32,6 +33,8 @@ type kubeFlags struct {
 	podUID             string
 	eventsQPS          float64
 	eventsBurst        int
+	// tokenReviews is set by setup, for the MCP endpoint's authenticator.
+	tokenReviews authnclient.TokenReviewInterface
 }
 
 func (k *kubeFlags) register(fs *flag.FlagSet) {
@@ -71,6 +74,7 @@ func (k *kubeFlags) setup(ctx context.Context, opts *gateway.Options, log *slog.
 		}
 		identity = "system:serviceaccount:" + k.podNamespace + ":toolhooks-controller-manager"
 	}
+	k.tokenReviews = cs.AuthenticationV1().TokenReviews()
 	opts.Authenticator = &gatewayk8s.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: k.audience,
 		Allowed: []string{identity}}
 	events, err := gatewayk8s.NewEvents(ctx, cs, gatewayk8s.EventSinkOptions{

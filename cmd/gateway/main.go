@@ -48,6 +48,7 @@ type flags struct {
 	shutdownTimeout time.Duration
 	gogc            int // garbage collector percentage to set; 0 keeps the runtime's (GOGC)
 	kube            kubeFlags
+	mcp             mcpFlags
 }
 
 // defaultGOGC is the gateway's garbage collector percentage unless --gogc or
@@ -73,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for calls in flight on shutdown")
 	gogc := fs.Int("gogc", defaultGOGC, "garbage collector percentage (as GOGC); without this flag a GOGC environment variable wins")
 	f.kube.register(fs)
+	f.mcp.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -171,18 +173,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer stopKube()
 	}
+	ups, err := f.mcp.connect(ctx, &opts, log)
+	if err != nil {
+		return err
+	}
+	if ups != nil {
+		defer ups.Close() // after the HTTP server has shut down: stops the upstream processes
+	}
 	srv, err := gateway.New(opts)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	handler, err := f.mcp.handler(srv, ups, f.kube.tokenReviews, log)
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
 	hs := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute, // the request only; tools may run longer (no WriteTimeout)
 		IdleTimeout:       2 * time.Minute,
@@ -191,7 +204,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("Gateway listening", "address", ln.Addr().String(), "workspace", f.workspace,
-		"standalone", f.policies != "", "pushes", opts.Authenticator != nil)
+		"standalone", f.policies != "", "pushes", opts.Authenticator != nil, "mcp", f.mcp.enabled)
 
 	if f.policies != "" {
 		go func() {

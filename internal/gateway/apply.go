@@ -72,6 +72,7 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 		Audit:     s.opts.Audit,
 		State:     s.state,
 		Plugins:   s.opts.Plugins,
+		Traits:    s.opts.ToolTraits,
 	})
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

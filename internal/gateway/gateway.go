@@ -110,6 +110,9 @@ type Options struct {
 	// configuration that names one of its hooks like a native hook
 	// (ErrInvalidConfig).
 	Native []hooks.Entry
+	// ToolTraits declare the path arguments and read-only tools among Tools
+	// beyond the built-ins (upstream MCP tools); every AutonomyPolicy adds them.
+	ToolTraits gatewayconfig.ToolTraits
 }
 
 // Server is the gateway. It is safe for concurrent use; create it with New

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,15 +80,7 @@ func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a := s.cur.Load()
-	start := time.Now()
-	var res hooks.Result
-	if a.cfg == nil {
-		res = a.exec.Evaluate(r.Context(), call) // the no-policy chain denies without looking the tool up
-	} else {
-		res = a.exec.Execute(r.Context(), call)
-	}
-	s.record(apiToolCalls, call, &res, time.Since(start)-res.Duration)
+	res := s.run(r.Context(), apiToolCalls, call)
 	writeJSON(w, http.StatusOK, ToolCallResponse{
 		Status:     string(res.Status),
 		Result:     res.Output,
@@ -114,6 +107,21 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
 		Denial:   denialOf(res.Denial),
 		Warnings: warningsOf(res.Warnings),
 	})
+}
+
+// run executes call through the executor in force (hooks, tool, hooks),
+// counts it under api and hands its denials to the sink.
+func (s *Server) run(ctx context.Context, api string, call *hooks.Call) hooks.Result {
+	a := s.cur.Load()
+	start := time.Now()
+	var res hooks.Result
+	if a.cfg == nil {
+		res = a.exec.Evaluate(ctx, call) // the no-policy chain denies without looking the tool up
+	} else {
+		res = a.exec.Execute(ctx, call)
+	}
+	s.record(api, call, &res, time.Since(start)-res.Duration)
+	return res
 }
 
 // record counts a call and hands its denials to the sink.

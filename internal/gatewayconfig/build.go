@@ -40,6 +40,42 @@ type BuildOptions struct {
 	// Plugins builds PluginHook runtimes; nil makes every plugin fail, so its
 	// failure policy applies.
 	Plugins PluginFactory
+	// Traits are what the gateway knows about its own tools (the upstream
+	// MCP tools it fronts); every AutonomyPolicy entry adds them to its own
+	// pathArgs and readOnlyTools (see AutonomyConfig).
+	Traits ToolTraits
+}
+
+// ToolTraits describe tools a gateway serves beyond the built-in ones, so that
+// the policies check them like built-ins. They can only widen checking
+// (more path-bearing arguments) or name tools read-only, which readonly mode
+// still refuses for the seed's mutating tools.
+type ToolTraits struct {
+	// PathArgs are extra path-bearing argument names per tool name.
+	PathArgs map[string][]string
+	// ReadOnlyTools are tool names known to change nothing.
+	ReadOnlyTools []string
+}
+
+// AutonomyConfig is the autonomy hook configuration of AutonomyPolicy entry h
+// with the gateway's tool traits added to the policy's own pathArgs and
+// readOnlyTools.
+func AutonomyConfig(h Hook, traits ToolTraits) autonomy.Config {
+	c := h.Autonomy.config(h.Name)
+	if len(traits.ReadOnlyTools) > 0 {
+		c.ReadOnlyTools = append(append([]string(nil), c.ReadOnlyTools...), traits.ReadOnlyTools...)
+	}
+	if len(traits.PathArgs) > 0 {
+		merged := make(map[string][]string, len(c.PathArgs)+len(traits.PathArgs))
+		for t, keys := range c.PathArgs {
+			merged[t] = append([]string(nil), keys...)
+		}
+		for t, keys := range traits.PathArgs {
+			merged[t] = append(merged[t], keys...)
+		}
+		c.PathArgs = merged
+	}
+	return c
 }
 
 // State carries runtime state of policies across configuration pushes, so a
@@ -117,7 +153,7 @@ func build(h Hook, opts BuildOptions) (hooks.Hook, bool, error) {
 	case KindAuditLog:
 		return audit.New(opts.Audit), false, nil
 	case KindAutonomyPolicy:
-		a, err := autonomy.New(h.Autonomy.config(h.Name))
+		a, err := autonomy.New(AutonomyConfig(h, opts.Traits))
 		return a, false, err
 	case KindContractPolicy:
 		hk, err := buildContract(h, opts)

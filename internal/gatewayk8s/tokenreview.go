@@ -26,6 +26,10 @@ type TokenReview struct {
 	Client   authnclient.TokenReviewInterface
 	Audience string
 	Allowed  []string
+	// AnyUser accepts every authenticated user whose token is bound to
+	// Audience, and Allowed is not consulted (MCP callers, whose identity
+	// becomes the calls' sender).
+	AnyUser bool
 	// Timeout bounds one review (default 5s).
 	Timeout time.Duration
 }
@@ -64,7 +68,7 @@ func (t *TokenReview) Authenticate(r *http.Request) (string, error) {
 	if !slices.Contains(st.Audiences, t.Audience) {
 		return st.User.Username, fmt.Errorf("%w: token is not bound to audience %q", gateway.ErrUnauthenticated, t.Audience)
 	}
-	if !slices.Contains(t.Allowed, st.User.Username) {
+	if !t.AnyUser && !slices.Contains(t.Allowed, st.User.Username) {
 		return st.User.Username, fmt.Errorf("%w: %s may not push configuration", gateway.ErrForbidden, st.User.Username)
 	}
 	return st.User.Username, nil

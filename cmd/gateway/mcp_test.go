@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestMCPFlagErrors(t *testing.T) {
+	ws := t.TempDir()
+	tokens := filepath.Join(ws, "tokens.yaml")
+	if err := os.WriteFile(tokens, []byte("tokens: [{identity: a, token: short}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	upstreams := filepath.Join(ws, "upstreams.yaml")
+	if err := os.WriteFile(upstreams, []byte("upstreams: [{name: Bad}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no authentication": {[]string{"--mcp"}, "callers must authenticate"},
+		"upstreams alone":   {[]string{"--mcp-upstreams", upstreams}, "--mcp-upstreams needs --mcp"},
+		"tokens alone":      {[]string{"--mcp-tokens-file", tokens}, "need --mcp"},
+		"bad tokens":        {[]string{"--mcp", "--mcp-tokens-file", tokens}, "at least 16 bytes"},
+		"bad upstreams":     {[]string{"--mcp", "--mcp-allow-anonymous", "--mcp-upstreams", upstreams}, `name "Bad"`},
+		"bad denied mode":   {[]string{"--mcp", "--mcp-allow-anonymous", "--mcp-denied-tools", "grey"}, `not "grey"`},
+	} {
+		args := append([]string{"--workspace", ws, "--listen", "127.0.0.1:0"}, tc.args...)
+		err := run(context.Background(), args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one containing %q", name, err, tc.want)
+		}
+	}
+}
+
+// TestTheGatewayBinaryServesMCP runs the gateway binary with --mcp and a
+// tokens file and calls it with the go-sdk client.
+func TestTheGatewayBinaryServesMCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "gateway")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ws, policies := filepath.Join(tmp, "ws"), filepath.Join(tmp, "policies")
+	for _, d := range []string{ws, policies} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		filepath.Join(ws, "notes.txt"):        "hello\n",
+		filepath.Join(ws, "id.pem"):           "key\n",
+		filepath.Join(tmp, "tokens.yaml"):     "tokens:\n- {identity: ci-agent, token: ci-agent-token-0123456789}\n",
+		filepath.Join(policies, "agent.yaml"): "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: AutonomyPolicy\nmetadata: {name: agent}\nspec:\n  workspace: {root: " + ws + ", only: true}\n  forbiddenPathGlobs: [\"**/*.pem\"]\n",
+	}
+	for p, body := range files {
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := startGateway(t, bin, "--listen", "127.0.0.1:0", "--workspace", ws, "--policies", policies,
+		"--mcp", "--mcp-tokens-file", filepath.Join(tmp, "tokens.yaml"))
+
+	resp, err := http.Post(g.base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("/mcp without a token: %d, want 401", resp.StatusCode)
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{"ci-agent-token-0123456789"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close() }()
+	for args, want := range map[string]string{
+		`{"path":"notes.txt"}`: "hello\n",
+		`{"path":"id.pem"}`:    "Tool execution denied by hook: AutonomyPolicy/default/agent",
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_file", Arguments: json.RawMessage(args)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc, _ := res.Content[0].(*mcp.TextContent); tc == nil || tc.Text != want || res.IsError != strings.HasPrefix(want, "Tool execution denied") {
+			t.Errorf("read_file %s: %+v", args, res)
+		}
+	}
+	_ = cs.Close()
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.wait(); err != nil {
+		t.Errorf("the gateway exited with %v after SIGTERM", err)
+	}
+	if !strings.Contains(g.stdout.String(), `"channelId":"mcp"`) || !strings.Contains(g.stdout.String(), `"senderId":"ci-agent"`) {
+		t.Errorf("audit records lack the MCP channel and sender:\n%s", g.stdout.String())
+	}
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}

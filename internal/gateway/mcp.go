@@ -1,0 +1,29 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks"
+)
+
+// apiMCP is the api label of calls made through the MCP endpoint (internal/mcpgate).
+const apiMCP = "mcp"
+
+// ExecuteMCP runs an MCP tools/call exactly as POST /v1/tool-calls runs a
+// call: the executor in force (before hooks, tool, after hooks, one audit
+// record), metrics under api "mcp" and the denial sink. Before the first
+// configuration it denies (rule NoPolicy).
+func (s *Server) ExecuteMCP(ctx context.Context, call *hooks.Call) hooks.Result {
+	return s.run(ctx, apiMCP, call)
+}
+
+// Config returns the configuration in force, nil before the first. It is
+// shared: callers must not modify it.
+func (s *Server) Config() *gatewayconfig.Config { return s.cur.Load().cfg }
+
+// ToolTraits are the tool traits every AutonomyPolicy entry adds (Options.ToolTraits).
+func (s *Server) ToolTraits() gatewayconfig.ToolTraits { return s.opts.ToolTraits }
+
+// DenialOf converts an executor decision into the API's denial (nil for nil).
+func DenialOf(d *hooks.Decision) *Denial { return denialOf(d) }

@@ -1,0 +1,299 @@
+package mcpgate_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhooks/toolhooks/internal/compile"
+	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/mcpgate"
+	"github.com/toolhooks/toolhooks/internal/policyfile"
+	"github.com/toolhooks/toolhooks/internal/tools"
+)
+
+const (
+	aliceToken = "alice-token-0123456789"
+	bobToken   = "bob-token-0123456789ab"
+	tokensYAML = "tokens:\n- {identity: alice, token: " + aliceToken + "}\n- {identity: bob, token: " + bobToken + "}\n"
+)
+
+// upstreamEnvVar makes the test binary run as a stdio upstream MCP server (see TestMain).
+const upstreamEnvVar = "MCPGATE_TEST_STDIO_UPSTREAM"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(upstreamEnvVar) != "" {
+		srv, _ := newUpstreamServer()
+		if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// records collects audit records.
+type records struct {
+	mu   sync.Mutex
+	list []audit.Record
+}
+
+func (r *records) Emit(_ context.Context, rec audit.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, rec)
+	return nil
+}
+
+func (r *records) last(t *testing.T) audit.Record {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.list) == 0 {
+		t.Fatal("no audit record")
+	}
+	return r.list[len(r.list)-1]
+}
+
+// env is a gateway with its MCP endpoint behind a real HTTP server on loopback.
+type env struct {
+	t     *testing.T
+	ws    string
+	srv   *gateway.Server
+	url   string
+	audit *records
+}
+
+type envOptions struct {
+	upstreams *mcpgate.Config
+	anonymous bool
+	noAuth    bool
+	denied    string
+	// toolTimeout is the gateway's tool timeout (0: the default).
+	toolTimeout time.Duration
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	return newEnvIn(t, t.TempDir(), o)
+}
+
+// newEnvIn is newEnv with the workspace ws.
+func newEnvIn(t *testing.T, ws string, o envOptions) *env {
+	t.Helper()
+	for name, body := range map[string]string{
+		"README.md":   "# project\n",
+		"config/.env": "SECRET=1\n",
+	} {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := &env{t: t, ws: ws, audit: &records{}}
+	opts := gateway.Options{Workspace: ws, Audit: e.audit, Logger: discard(), ToolTimeout: o.toolTimeout}
+	var ups *mcpgate.Upstreams
+	if o.upstreams != nil {
+		var err error
+		ups, err = mcpgate.Connect(context.Background(), o.upstreams, discard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ups.Close)
+		builtins, err := tools.Builtins(ws, tools.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Tools = append(builtins, ups.Tools()...)
+		opts.ToolTraits = ups.Traits()
+	}
+	srv, err := gateway.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	e.srv = srv
+	mo := mcpgate.Options{Gateway: srv, Upstreams: ups, AllowAnonymous: o.anonymous, DeniedTools: o.denied, Logger: discard()}
+	if !o.noAuth {
+		toks, err := mcpgate.ParseStaticTokens([]byte(tokensYAML))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mo.Authenticator = toks
+	}
+	h, err := mcpgate.NewHandler(mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(mcpgate.Mount(srv.Handler(), h))
+	t.Cleanup(hs.Close)
+	e.url = hs.URL + mcpgate.Path
+	return e
+}
+
+// apply puts policy YAML (WORKSPACE replaced) in force.
+func (e *env) apply(docs string) {
+	e.t.Helper()
+	if _, err := e.srv.Apply(context.Background(), compileYAML(e.t, e.ws, docs), "test"); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func compileYAML(t testing.TB, ws, docs string) *gatewayconfig.Config {
+	t.Helper()
+	p, err := policyfile.Parse([]byte(strings.ReplaceAll(docs, "WORKSPACE", ws)), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, outcomes := compile.Compile(compile.Gateway{Namespace: "default"}, p)
+	for _, o := range outcomes {
+		if o.Err != nil {
+			t.Fatalf("%s: %v", compile.HookName(o.Policy), o.Err)
+		}
+	}
+	return cfg
+}
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// connect opens an MCP client session to url with token ("" for none).
+func connect(t testing.TB, url, token string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := connectErr(url, token)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", url, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func connectErr(url, token string) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{token: token}}, MaxRetries: -1}
+	return client.Connect(context.Background(), tr, nil)
+}
+
+func call(t testing.TB, cs *mcp.ClientSession, tool, args string) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatalf("calling %s: %v", tool, err)
+	}
+	return res
+}
+
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// denialOf decodes a result's structured denial; nil when there is none.
+func denialOf(t testing.TB, res *mcp.CallToolResult) *gateway.Denial {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc struct {
+		Denial *gateway.Denial `json:"denial"`
+	}
+	if err := json.Unmarshal(b, &sc); err != nil {
+		t.Fatalf("structuredContent %s: %v", b, err)
+	}
+	return sc.Denial
+}
+
+// newUpstreamServer is a small upstream MCP server: echo (returns its text
+// argument), where (returns its "where" argument, a path the gateway's
+// upstream config declares), fail (a tool error) and crash (exits the
+// process, for stdio). calls counts the calls that reached it.
+func newUpstreamServer() (*mcp.Server, *atomic.Int64) {
+	var calls atomic.Int64
+	srv := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "v1"}, nil)
+	schema := func(props ...string) map[string]any {
+		p := map[string]any{}
+		for _, k := range props {
+			p[k] = map[string]any{"type": "string"}
+		}
+		return map[string]any{"type": "object", "properties": p}
+	}
+	arg := func(req *mcp.CallToolRequest, k string) string {
+		var m map[string]any
+		_ = json.Unmarshal(req.Params.Arguments, &m)
+		s, _ := m[k].(string)
+		return s
+	}
+	srv.AddTool(&mcp.Tool{Name: "echo", Description: "Echo text.", InputSchema: schema("text")},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + arg(req, "text")}},
+				StructuredContent: map[string]any{"echoed": arg(req, "text")}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "where", Description: "Return the where argument.", InputSchema: schema("where")},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "at " + arg(req, "where")}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "fail", Description: "Fail.", InputSchema: schema()},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "boom"}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "hang", Description: "Never answer.", InputSchema: schema()},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	srv.AddTool(&mcp.Tool{Name: "crash", Description: "Exit the server process.", InputSchema: schema()},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if os.Getenv(upstreamEnvVar) == "" {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "crash only exits a stdio upstream"}}}, nil
+			}
+			os.Exit(7)
+			return nil, nil
+		})
+	return srv, &calls
+}
+
+// httpUpstream serves newUpstreamServer over streamable HTTP.
+func httpUpstream(t testing.TB) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	srv, calls := newUpstreamServer()
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	return hs, calls
+}

@@ -1,0 +1,369 @@
+package mcpgate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks"
+)
+
+// reconnectBackoff is how long an upstream whose connection attempt failed
+// answers calls with that failure before trying again.
+const reconnectBackoff = time.Second
+
+// Upstreams are the connected upstream MCP servers and the tools they offer.
+type Upstreams struct {
+	list   []*upstream
+	tools  []hooks.Tool
+	descs  []*mcp.Tool
+	traits gatewayconfig.ToolTraits
+}
+
+// Connect connects to every configured upstream and lists its tools, each
+// within its connectTimeout. Any failure is an error naming the upstream: a
+// gateway does not start with tools missing. Tools are listed once, here.
+func Connect(ctx context.Context, cfg *Config, log *slog.Logger) (*Upstreams, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	us := &Upstreams{traits: gatewayconfig.ToolTraits{PathArgs: map[string][]string{}}}
+	for i := range cfg.Upstreams {
+		c := cfg.Upstreams[i]
+		u := &upstream{cfg: c, log: log.With("upstream", c.Name)}
+		us.list = append(us.list, u) // closed by Close even when a later one fails
+		if err := u.start(ctx); err != nil {
+			us.Close()
+			return nil, err
+		}
+		if err := us.add(u); err != nil {
+			us.Close()
+			return nil, err
+		}
+	}
+	return us, nil
+}
+
+// add registers u's tools under their prefixed names with their traits.
+func (us *Upstreams) add(u *upstream) error {
+	offered := make([]string, 0, len(u.listed))
+	for _, t := range u.listed {
+		offered = append(offered, t.Name)
+	}
+	for name := range u.cfg.Tools {
+		if !slices.Contains(offered, name) {
+			return fmt.Errorf("upstream %q: tools.%s is configured but the upstream offers no such tool (it offers %s)",
+				u.cfg.Name, name, strings.Join(offered, ", "))
+		}
+	}
+	for _, t := range u.listed {
+		name := u.cfg.Name + "_" + t.Name
+		desc := *t
+		desc.Name = name
+		us.descs = append(us.descs, &desc)
+		us.tools = append(us.tools, &upstreamTool{u: u, name: name, remote: t.Name})
+		tc := u.cfg.Tools[t.Name]
+		if len(tc.PathArgs) > 0 {
+			us.traits.PathArgs[name] = append([]string(nil), tc.PathArgs...)
+		}
+		if tc.ReadOnly {
+			us.traits.ReadOnlyTools = append(us.traits.ReadOnlyTools, name)
+		}
+	}
+	return nil
+}
+
+// Tools are the upstream tools for the gateway's executor (gateway.Options.Tools).
+func (us *Upstreams) Tools() []hooks.Tool { return us.tools }
+
+// Descriptors are the upstream tools as MCP lists them, under their prefixed names.
+func (us *Upstreams) Descriptors() []*mcp.Tool { return us.descs }
+
+// Traits are the configured path arguments and read-only tools (gateway.Options.ToolTraits).
+func (us *Upstreams) Traits() gatewayconfig.ToolTraits { return us.traits }
+
+// Close disconnects every upstream, stopping stdio processes.
+func (us *Upstreams) Close() {
+	for _, u := range us.list {
+		u.close()
+	}
+}
+
+// upstream is one upstream server's connection, re-established on demand
+// after it breaks.
+type upstream struct {
+	cfg    UpstreamConfig
+	log    *slog.Logger
+	listed []*mcp.Tool
+
+	mu      sync.Mutex
+	sess    *mcp.ClientSession
+	lastErr error     // the last failed connection attempt
+	lastTry time.Time // when it was made
+	closed  bool
+}
+
+// start connects and lists the tools.
+func (u *upstream) start(ctx context.Context) error {
+	timeout, _ := u.cfg.connectTimeout()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sess, err := u.connect(cctx)
+	if err != nil {
+		return fmt.Errorf("upstream %q: connecting: %w", u.cfg.Name, err)
+	}
+	u.sess = sess
+	for t, err := range sess.Tools(cctx, nil) {
+		if err != nil {
+			return fmt.Errorf("upstream %q: listing tools: %w", u.cfg.Name, err)
+		}
+		u.listed = append(u.listed, t)
+	}
+	u.log.Info("Upstream MCP server connected", "tools", len(u.listed))
+	return nil
+}
+
+// connect opens a new client session.
+func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	var tr mcp.Transport
+	switch {
+	case u.cfg.Stdio != nil:
+		s := u.cfg.Stdio
+		cmd := exec.Command(s.Command, s.Args...) //nolint:gosec // the operator's configured upstream command
+		cmd.Dir = s.Dir
+		cmd.Env = upstreamEnv(s.Env)
+		cmd.Stderr = &logWriter{log: u.log}
+		tr = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	default:
+		tr = &mcp.StreamableClientTransport{
+			Endpoint:   u.cfg.HTTP.URL,
+			HTTPClient: &http.Client{Transport: headerTransport{headers: u.cfg.HTTP.Headers, next: http.DefaultTransport}},
+			MaxRetries: -1,
+		}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolhooks-gateway", Version: "v1"}, nil)
+	return client.Connect(ctx, tr, nil)
+}
+
+// session returns the live session, reconnecting (at most once per
+// reconnectBackoff) when the previous one broke.
+func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return nil, errors.New("the gateway is shutting down")
+	}
+	if u.sess != nil {
+		return u.sess, nil
+	}
+	if u.lastErr != nil && time.Since(u.lastTry) < reconnectBackoff {
+		return nil, u.lastErr
+	}
+	timeout, _ := u.cfg.connectTimeout()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sess, err := u.connect(cctx)
+	u.lastTry = time.Now()
+	if err != nil {
+		u.lastErr = fmt.Errorf("reconnecting: %w", err)
+		return nil, u.lastErr
+	}
+	u.log.Info("Upstream MCP server reconnected")
+	u.sess, u.lastErr = sess, nil
+	return sess, nil
+}
+
+// broken forgets sess after a transport failure, so the next call reconnects.
+func (u *upstream) broken(sess *mcp.ClientSession, err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.sess == sess {
+		u.sess = nil
+		u.log.Warn("Upstream MCP server connection failed; reconnecting on the next call", "error", err)
+		go func() { _ = sess.Close() }()
+	}
+}
+
+func (u *upstream) close() {
+	u.mu.Lock()
+	sess := u.sess
+	u.sess, u.closed = nil, true
+	u.mu.Unlock()
+	if sess != nil {
+		_ = sess.Close()
+	}
+}
+
+// call calls the upstream tool remote. A transport failure (the process
+// died, the URL is down) is an error; the tool's own error is a result
+// with IsError.
+func (u *upstream) call(ctx context.Context, remote string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	sess, err := u.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: remote, Arguments: args})
+	if err != nil {
+		var rpcErr *jsonrpc.Error
+		if ctx.Err() == nil && !errors.As(err, &rpcErr) {
+			u.broken(sess, err) // the connection failed; a JSON-RPC error answer means it works
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// upstreamTool runs one upstream tool for the executor.
+type upstreamTool struct {
+	u      *upstream
+	name   string // <upstream>_<tool>
+	remote string // the upstream's name
+}
+
+func (t *upstreamTool) Name() string { return t.name }
+
+// Execute forwards the arguments the hooks decided on. The upstream's full
+// result is handed to the MCP endpoint through the call's context (see
+// withSlot); the text returned is what /v1/tool-calls callers get.
+func (t *upstreamTool) Execute(ctx context.Context, args map[string]any) (string, error) {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return "", fmt.Errorf("encoding arguments: %w", err)
+	}
+	res, err := t.u.call(ctx, t.remote, raw)
+	if err != nil {
+		err = fmt.Errorf("upstream MCP server %q: %w", t.u.cfg.Name, err)
+		slotFrom(ctx).set(nil, err)
+		return "", err
+	}
+	slotFrom(ctx).set(res, nil)
+	text := resultText(res)
+	if res.IsError && !strings.HasPrefix(text, "Error") {
+		text = "Error: " + text
+	}
+	return text, nil
+}
+
+// resultText is the text an agent reads from a result: its text contents,
+// one per line, and a placeholder for other contents.
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for i, c := range res.Content {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			b.WriteString(c.Text)
+		case *mcp.ImageContent:
+			fmt.Fprintf(&b, "[image %s]", c.MIMEType)
+		case *mcp.AudioContent:
+			fmt.Fprintf(&b, "[audio %s]", c.MIMEType)
+		default:
+			fmt.Fprintf(&b, "[%T]", c)
+		}
+	}
+	if len(res.Content) == 0 && res.StructuredContent != nil {
+		if j, err := json.Marshal(res.StructuredContent); err == nil {
+			b.Write(j)
+		}
+	}
+	return b.String()
+}
+
+// slot carries an upstream's full result from the tool back to the MCP
+// endpoint through the call's context.
+type slot struct {
+	mu  sync.Mutex
+	res *mcp.CallToolResult
+	err error
+}
+
+type slotKey struct{}
+
+func withSlot(ctx context.Context) (context.Context, *slot) {
+	s := &slot{}
+	return context.WithValue(ctx, slotKey{}, s), s
+}
+
+func slotFrom(ctx context.Context) *slot {
+	s, _ := ctx.Value(slotKey{}).(*slot)
+	return s
+}
+
+func (s *slot) set(res *mcp.CallToolResult, err error) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.res, s.err = res, err
+	s.mu.Unlock()
+}
+
+func (s *slot) get() (*mcp.CallToolResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.res, s.err
+}
+
+// upstreamEnv is the environment of an upstream process: a few basics from
+// the gateway's, never its credentials, plus the configured variables.
+func upstreamEnv(extra map[string]string) []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "LANG"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}
+
+// headerTransport adds configured headers to every upstream request.
+type headerTransport struct {
+	headers map[string]string
+	next    http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) == 0 {
+		return t.next.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	for k, v := range t.headers {
+		r.Header.Set(k, v)
+	}
+	return t.next.RoundTrip(r)
+}
+
+// logWriter logs an upstream process's stderr lines.
+type logWriter struct{ log *slog.Logger }
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	for line := range strings.SplitSeq(strings.TrimRight(string(p), "\n"), "\n") {
+		if line != "" {
+			w.log.Info("Upstream stderr", "line", line)
+		}
+	}
+	return len(p), nil
+}
