@@ -12,11 +12,13 @@ GATEWAY_IMG ?= toolhooks/gateway:dev
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 KUSTOMIZE_VERSION ?= v5.8.1
+HELM_VERSION ?= v3.22.0
 
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 
 # Packages tested by `make test`: everything but the kind-style e2e suite.
 TEST_PKGS ?= ./...
@@ -42,6 +44,12 @@ manifests: controller-gen ## Generate CRDs and RBAC from the API types and marke
 	@mkdir -p charts/toolhooks/crds
 	@rm -f charts/toolhooks/crds/*.yaml
 	@cp config/crd/bases/*.yaml charts/toolhooks/crds/
+	@mkdir -p charts/toolhooks/files/rbac
+	@cp config/rbac/role.yaml charts/toolhooks/files/rbac/manager-role.yaml
+	@cp config/rbac/gateway/role.yaml charts/toolhooks/files/rbac/gateway-role.yaml
+	@cp config/rbac/leader_election_role.yaml charts/toolhooks/files/rbac/leader-election-role.yaml
+	@cp config/rbac/metrics_auth_role.yaml charts/toolhooks/files/rbac/metrics-auth-role.yaml
+	@cp config/rbac/metrics_reader_role.yaml charts/toolhooks/files/rbac/metrics-reader-role.yaml
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
@@ -77,7 +85,7 @@ envtest: ## Build (once) the envtest kube-apiserver, etcd and kubectl from sourc
 	@hack/setup-envtest.sh
 
 .PHONY: test
-test: generate manifests fmt vet ## Run all unit and envtest suites with -race.
+test: generate manifests fmt vet helm kustomize ## Run all unit and envtest suites with -race.
 	@assets="$$(hack/setup-envtest.sh)"; \
 	echo "Running tests with KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(TEST_FLAGS) $(TEST_PKGS)
@@ -106,8 +114,9 @@ demo: ## Run the local demo on the embedded default policies.
 	go run ./cmd/demo
 
 .PHONY: docker-build
-docker-build: ## Build the controller image (needs a Docker engine).
-	docker build -t $(IMG) .
+docker-build: ## Build the controller and gateway images (needs a Docker engine).
+	docker build --target controller -t $(IMG) .
+	docker build --target gateway -t $(GATEWAY_IMG) .
 
 ##@ Deployment
 
@@ -151,6 +160,11 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 kustomize: $(KUSTOMIZE) ## Install kustomize into ./bin.
 $(KUSTOMIZE): | $(LOCALBIN)
 	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+.PHONY: helm
+helm: $(HELM) ## Install helm into ./bin (the chart tests run it).
+$(HELM): | $(LOCALBIN)
+	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
 
 # go-install-tool installs package $(2)@$(3) into $(1) (a versioned file name),
 # with a symlink without the version beside it.

@@ -1,0 +1,653 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/toolhooks/toolhooks/internal/controller"
+	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
+	"github.com/toolhooks/toolhooks/internal/testenv"
+)
+
+// prometheusOperatorVersion is the prometheus-operator module whose
+// ServiceMonitor CRD validates the chart's ServiceMonitors.
+const prometheusOperatorVersion = "v0.85.0"
+
+var chartDir = filepath.Join(testenv.RepoRoot(), "charts", "toolhooks")
+
+// tool returns the pinned tool ./bin/NAME, failing the test when it is missing.
+func tool(t *testing.T, name string) string {
+	t.Helper()
+	path := filepath.Join(testenv.RepoRoot(), "bin", name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is missing (%v): run make %s", path, err, name)
+	}
+	return path
+}
+
+// run runs a command and returns its stdout, and stderr in the error.
+func run(name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// helmTemplate renders the chart as release in namespace with --set values.
+func helmTemplate(t *testing.T, release, namespace string, sets ...string) (string, error) {
+	t.Helper()
+	return run(tool(t, "helm"), withSets([]string{"template", release, chartDir, "--namespace", namespace, "--include-crds"}, sets)...)
+}
+
+// withSets appends a --set for each of sets to args.
+func withSets(args, sets []string) []string {
+	out := make([]string, 0, len(args)+2*len(sets))
+	out = append(out, args...)
+	for _, s := range sets {
+		out = append(out, "--set", s)
+	}
+	return out
+}
+
+// mustTemplate is helmTemplate failing the test on error.
+func mustTemplate(t *testing.T, release, namespace string, sets ...string) string {
+	t.Helper()
+	out, err := helmTemplate(t, release, namespace, sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// manifest is a list of rendered objects.
+type manifest []unstructured.Unstructured
+
+func parseManifest(t *testing.T, text string) manifest {
+	t.Helper()
+	var out manifest
+	r := utilyaml.NewYAMLReader(bufio.NewReader(strings.NewReader(text)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("Reading the rendered manifest: %v", err)
+		}
+		var obj map[string]any
+		// Strict: a duplicated key (which parsers resolve differently) fails.
+		if err := yaml.UnmarshalStrict(doc, &obj); err != nil {
+			t.Fatalf("Parsing the rendered manifest: %v\n%s", err, doc)
+		}
+		if obj != nil {
+			out = append(out, unstructured.Unstructured{Object: obj})
+		}
+	}
+}
+
+// get returns the one object of kind and name, failing the test without it.
+func (m manifest) get(t *testing.T, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for i := range m {
+		if m[i].GetKind() == kind && m[i].GetName() == name {
+			return &m[i]
+		}
+	}
+	t.Fatalf("The manifest has no %s %s; it has %v", kind, name, m.names())
+	return nil
+}
+
+func (m manifest) names() []string {
+	out := make([]string, 0, len(m))
+	for _, o := range m {
+		out = append(out, o.GetKind()+"/"+o.GetName())
+	}
+	return out
+}
+
+func (m manifest) count(kind string) int {
+	n := 0
+	for _, o := range m {
+		if o.GetKind() == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// into converts an object to a typed one.
+func into[T any](t *testing.T, u *unstructured.Unstructured) *T {
+	t.Helper()
+	var out T
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out); err != nil {
+		t.Fatalf("Converting %s %s: %v", u.GetKind(), u.GetName(), err)
+	}
+	return &out
+}
+
+// createNamespace creates a namespace for the test (which may already exist).
+func createNamespace(t *testing.T, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := testEnv.Client.Create(context.Background(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("Creating namespace %s: %v", name, err)
+	}
+}
+
+// kubectlApply applies text with the envtest kubectl (extra args such as
+// --dry-run=server) and checks that it reports every object of want.
+func kubectlApply(t *testing.T, text string, want manifest, extra ...string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := testEnv.Kubectl(t, append([]string{"apply", "-f", path}, extra...)...)
+	if err != nil {
+		t.Fatalf("kubectl apply %v: %v\n%s", extra, err, out)
+	}
+	var lines []string // one per object; kubectl also prints warnings
+	for l := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "Warning: ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("kubectl apply %v reported %d objects, want %d:\n%s", extra, len(lines), len(want), out)
+	}
+	for _, o := range want {
+		if !strings.Contains(out, "/"+o.GetName()+" ") {
+			t.Errorf("kubectl apply %v did not report %s/%s:\n%s", extra, o.GetKind(), o.GetName(), out)
+		}
+	}
+}
+
+// installServiceMonitorCRD installs prometheus-operator's ServiceMonitor CRD
+// from its Go module (through the module proxy or cache).
+func installServiceMonitorCRD(t *testing.T) {
+	t.Helper()
+	mod := "github.com/prometheus-operator/prometheus-operator@" + prometheusOperatorVersion
+	t.Logf("Fetching %s for the ServiceMonitor CRD", mod)
+	cmd := exec.Command("go", "mod", "download", "-json", mod)
+	cmd.Dir = t.TempDir() // outside the module: go.mod is not touched
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod download %s (needs the Go module proxy or cache): %v\n%s", mod, err, out)
+	}
+	var info struct{ Dir string }
+	if err := yaml.Unmarshal(out, &info); err != nil || info.Dir == "" {
+		t.Fatalf("go mod download %s printed no directory (%v):\n%s", mod, err, out)
+	}
+	crd := filepath.Join(info.Dir, "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml")
+	if out, err := testEnv.Kubectl(t, "apply", "--server-side", "-f", crd); err != nil {
+		t.Fatalf("Installing the ServiceMonitor CRD: %v\n%s", err, out)
+	}
+	if out, err := testEnv.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/servicemonitors.monitoring.coreos.com"); err != nil {
+		t.Fatalf("Waiting for the ServiceMonitor CRD: %v\n%s", err, out)
+	}
+}
+
+// allOptions turns on every optional part of the chart.
+var allOptions = []string{
+	"metrics.serviceMonitor.enabled=true",
+	"metrics.serviceMonitor.labels.release=prometheus",
+	"gateway.workspace.persistentVolumeClaim.enabled=true",
+	"gateway.workspace.persistentVolumeClaim.storageClassName=standard",
+	"gateway.workspace.persistentVolumeClaim.accessModes[0]=ReadWriteMany",
+	"gateway.service.type=LoadBalancer",
+	"gateway.podLabels.agent=coding",
+	"gateway.extraArgs[0]=--tool-timeout=1m",
+	"controller.extraArgs[0]=--zap-log-level=debug",
+	"controller.replicas=2",
+	"controller.image.tag=dev",
+	"gateway.image.tag=dev",
+	"imagePullSecrets[0].name=registry",
+	"controller.serviceAccount.annotations.team=platform",
+	"gateway.nodeSelector.kubernetes\\.io/os=linux",
+	"gateway.extraEnv[0].name=GOCACHE",
+	"gateway.extraEnv[0].value=/tmp/go-cache",
+	"gateway.extraVolumes[0].name=plugins",
+	"gateway.extraVolumes[0].configMap.name=toolhooks-plugins",
+	"gateway.extraVolumeMounts[0].name=plugins",
+	"gateway.extraVolumeMounts[0].mountPath=/plugins",
+	"gateway.extraVolumeMounts[0].readOnly=true",
+}
+
+func TestChartLintsStrictly(t *testing.T) {
+	helm := tool(t, "helm")
+	for name, sets := range map[string][]string{"defaults": nil, "all options": allOptions} {
+		out, err := run(helm, withSets([]string{"lint", "--strict", chartDir}, sets)...)
+		if err != nil {
+			t.Errorf("helm lint with %s: %v\n%s", name, err, out)
+		}
+	}
+}
+
+func TestChartSchemaRejectsBadValues(t *testing.T) {
+	cases := map[string]struct{ set, field string }{
+		"string replicas":        {"gateway.replicas=two", "gateway.replicas"},
+		"negative replicas":      {"controller.replicas=-1", "controller.replicas"},
+		"port out of range":      {"gateway.port=70000", "gateway.port"},
+		"unknown service type":   {"gateway.service.type=Internal", "gateway.service.type"},
+		"unknown pull policy":    {"controller.image.pullPolicy=Sometimes", "controller.image.pullPolicy"},
+		"leader election string": {"controller.leaderElection=maybe", "controller.leaderElection"},
+		"bad duration":           {"gateway.toolTimeout=soon", "gateway.toolTimeout"},
+		"misspelt key":           {"gateway.replica=3", "replica"},
+		"empty repository":       {"gateway.image.repository=", "gateway.image.repository"},
+		"relative workspace":     {"gateway.workspace.mountPath=workspace", "gateway.workspace.mountPath"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			out, err := helmTemplate(t, "toolhooks", "toolhooks-system", c.set)
+			if err == nil {
+				t.Fatalf("helm template --set %s succeeded, want a schema error:\n%.400s", c.set, out)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "values don't meet the specifications of the schema") || !strings.Contains(msg, c.field) {
+				t.Errorf("helm template --set %s failed without a schema error naming %s:\n%s", c.set, c.field, msg)
+			}
+		})
+	}
+	// helm lint rejects them too.
+	if out, err := run(tool(t, "helm"), "lint", "--strict", chartDir, "--set", "gateway.replicas=two"); err == nil {
+		t.Errorf("helm lint accepted a string gateway.replicas:\n%s", out)
+	}
+}
+
+func TestChartRendersObjectsTheAPIServerAccepts(t *testing.T) {
+	installServiceMonitorCRD(t)
+	for _, c := range []struct {
+		name, release, namespace string
+		sets                     []string
+		monitors                 int
+	}{
+		{"defaults", "toolhooks", "chart-defaults", nil, 0},
+		{"all options", "agents", "chart-all-options", allOptions, 2},
+		{"metrics off", "plain", "chart-metrics-off", []string{"metrics.enabled=false", "controller.leaderElection=false",
+			"gateway.workspace.existingClaim=shared"}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			text := mustTemplate(t, c.release, c.namespace, c.sets...)
+			m := parseManifest(t, text)
+			if got := m.count("CustomResourceDefinition"); got != 3 {
+				t.Errorf("rendered %d CRDs, want the 3 toolhooks CRDs", got)
+			}
+			if got := m.count("ServiceMonitor"); got != c.monitors {
+				t.Errorf("rendered %d ServiceMonitors, want %d", got, c.monitors)
+			}
+			createNamespace(t, c.namespace)
+			kubectlApply(t, text, m, "--dry-run=server")
+		})
+	}
+}
+
+// TestChartWorkspaceVolume checks the gateway's workspace: an emptyDir by
+// default, else a claim the chart creates or an existing one.
+func TestChartWorkspaceVolume(t *testing.T) {
+	volume := func(m manifest) corev1.Volume {
+		d := into[deployment](t, m.get(t, "Deployment", "toolhooks-gateway"))
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Name == "workspace" {
+				return v
+			}
+		}
+		t.Fatal("the gateway has no workspace volume")
+		return corev1.Volume{}
+	}
+	m := parseManifest(t, mustTemplate(t, "toolhooks", "ns"))
+	if v := volume(m); v.EmptyDir == nil || m.count("PersistentVolumeClaim") != 0 {
+		t.Errorf("default workspace = %+v, want an emptyDir and no claim", v.VolumeSource)
+	}
+	m = parseManifest(t, mustTemplate(t, "toolhooks", "ns", "gateway.workspace.persistentVolumeClaim.enabled=true",
+		"gateway.workspace.persistentVolumeClaim.size=5Gi"))
+	pvc := into[corev1.PersistentVolumeClaim](t, m.get(t, "PersistentVolumeClaim", "toolhooks-gateway-workspace"))
+	if v := volume(m); v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != pvc.Name ||
+		pvc.Spec.Resources.Requests.Storage().String() != "5Gi" {
+		t.Errorf("PVC workspace = %+v with claim %s %v", v.VolumeSource, pvc.Name, pvc.Spec.Resources.Requests)
+	}
+	m = parseManifest(t, mustTemplate(t, "toolhooks", "ns", "gateway.workspace.existingClaim=mine",
+		"gateway.workspace.persistentVolumeClaim.enabled=true"))
+	if v := volume(m); v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "mine" || m.count("PersistentVolumeClaim") != 0 {
+		t.Errorf("existing-claim workspace = %+v, want claim mine and none created", v.VolumeSource)
+	}
+}
+
+// TestChartRBACMatchesGeneratedRoles compares the chart's rendered rules with
+// the roles controller-gen generates into config/rbac (and the hand-written
+// push-token role), so neither can drift from the other.
+func TestChartRBACMatchesGeneratedRoles(t *testing.T) {
+	m := parseManifest(t, mustTemplate(t, "toolhooks", "toolhooks-system"))
+	rules := func(kind, name string) []rbacv1.PolicyRule {
+		if kind == "ClusterRole" {
+			return into[rbacv1.ClusterRole](t, m.get(t, kind, name)).Rules
+		}
+		return into[rbacv1.Role](t, m.get(t, kind, name)).Rules
+	}
+	generated := func(file string) []rbacv1.PolicyRule {
+		b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// push_token_role.yaml holds the Role and its binding; the Role is first.
+		doc, _, _ := strings.Cut(string(b), "\n---\n")
+		var r rbacv1.Role
+		if err := yaml.UnmarshalStrict([]byte(doc), &r); err != nil {
+			t.Fatalf("Parsing config/rbac/%s: %v", file, err)
+		}
+		return r.Rules
+	}
+	for _, c := range []struct {
+		file  string
+		chart []rbacv1.PolicyRule
+	}{
+		{"role.yaml", rules("ClusterRole", "toolhooks-manager-role")},
+		// The gateway's TokenReview rule is cluster-wide, its Events rule only
+		// in the release namespace.
+		{"gateway/role.yaml", append(rules("ClusterRole", "toolhooks-gateway-role"), rules("Role", "toolhooks-gateway-role")...)},
+		{"push_token_role.yaml", rules("Role", "toolhooks-push-token-role")},
+		{"leader_election_role.yaml", rules("Role", "toolhooks-leader-election-role")},
+		{"metrics_auth_role.yaml", rules("ClusterRole", "toolhooks-metrics-auth-role")},
+		{"metrics_reader_role.yaml", rules("ClusterRole", "toolhooks-metrics-reader")},
+	} {
+		want := generated(c.file)
+		if len(want) == 0 {
+			t.Fatalf("config/rbac/%s has no rules", c.file)
+		}
+		if !reflect.DeepEqual(normalizeRules(c.chart), normalizeRules(want)) {
+			t.Errorf("the chart's rules for config/rbac/%s drifted (run make manifests):\nchart: %+v\nconfig: %+v", c.file, c.chart, want)
+		}
+	}
+	// The gateway's ClusterRole grants nothing namespaced.
+	for _, r := range rules("ClusterRole", "toolhooks-gateway-role") {
+		if !slices.Equal(r.APIGroups, []string{"authentication.k8s.io"}) || !slices.Equal(r.Resources, []string{"tokenreviews"}) {
+			t.Errorf("the gateway's ClusterRole grants %+v, want only tokenreviews", r)
+		}
+	}
+}
+
+func normalizeRules(rules []rbacv1.PolicyRule) []string {
+	out := make([]string, 0, len(rules))
+	for _, r := range rules {
+		for _, l := range [][]string{r.APIGroups, r.Resources, r.ResourceNames, r.Verbs, r.NonResourceURLs} {
+			slices.Sort(l)
+		}
+		out = append(out, fmt.Sprintf("%q %q %q %q %q", r.APIGroups, r.Resources, r.ResourceNames, r.Verbs, r.NonResourceURLs))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deployment is appsv1.Deployment without importing apps for one use.
+type deployment struct {
+	Spec struct {
+		Replicas *int32                 `json:"replicas"`
+		Selector *metav1.LabelSelector  `json:"selector"`
+		Template corev1.PodTemplateSpec `json:"template"`
+	} `json:"spec"`
+}
+
+// argValue returns the value of --name=value in args.
+func argValue(t *testing.T, args []string, name string) string {
+	t.Helper()
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("no --%s in %q", name, args)
+	return ""
+}
+
+// TestChartWorkloadsAgree checks that the controller and gateway Deployments
+// wire to each other: the push identity, audience and port, the labels, and
+// the hardened pod settings.
+func TestChartWorkloadsAgree(t *testing.T) {
+	for _, c := range []struct{ release, namespace, prefix string }{
+		{"toolhooks", "toolhooks-system", "toolhooks"},
+		{"team-a", "agents", "team-a-toolhooks"},
+	} {
+		t.Run(c.release, func(t *testing.T) {
+			m := parseManifest(t, mustTemplate(t, c.release, c.namespace, "gateway.port=9090"))
+			ctrl := into[deployment](t, m.get(t, "Deployment", c.prefix+"-controller-manager"))
+			gw := into[deployment](t, m.get(t, "Deployment", c.prefix+"-gateway"))
+			svc := into[corev1.Service](t, m.get(t, "Service", c.prefix+"-gateway"))
+			sa := m.get(t, "ServiceAccount", c.prefix+"-controller-manager").GetName()
+			m.get(t, "ServiceAccount", c.prefix+"-gateway")
+
+			cPod, gPod := ctrl.Spec.Template.Spec, gw.Spec.Template.Spec
+			cArgs, gArgs := cPod.Containers[0].Args, gPod.Containers[0].Args
+			if cPod.ServiceAccountName != sa || gPod.ServiceAccountName != c.prefix+"-gateway" {
+				t.Errorf("service accounts = %s and %s", cPod.ServiceAccountName, gPod.ServiceAccountName)
+			}
+			if got := argValue(t, cArgs, "push-service-account"); got != c.namespace+"/"+sa {
+				t.Errorf("controller pushes as %s, want %s/%s", got, c.namespace, sa)
+			}
+			if got, want := argValue(t, gArgs, "controller-identity"), "system:serviceaccount:"+c.namespace+":"+sa; got != want {
+				t.Errorf("gateway accepts pushes from %s, want %s", got, want)
+			}
+			if a, b := argValue(t, cArgs, "push-audience"), argValue(t, gArgs, "push-audience"); a != b || a == "" {
+				t.Errorf("push audiences differ: controller %q, gateway %q", a, b)
+			}
+			pushRole := into[rbacv1.Role](t, m.get(t, "Role", c.prefix+"-push-token-role"))
+			if got := pushRole.Rules[0].ResourceNames; !slices.Equal(got, []string{sa}) {
+				t.Errorf("the push-token role is for %v, want [%s]", got, sa)
+			}
+			if argValue(t, cArgs, "gateway-port") != "9090" || argValue(t, gArgs, "listen") != ":9090" ||
+				gPod.Containers[0].Ports[0].ContainerPort != 9090 || svc.Spec.Ports[0].Port != 9090 {
+				t.Errorf("gateway port is not 9090 everywhere: controller %q, listen %q, container %d, service %d",
+					argValue(t, cArgs, "gateway-port"), argValue(t, gArgs, "listen"), gPod.Containers[0].Ports[0].ContainerPort, svc.Spec.Ports[0].Port)
+			}
+			if !slices.Contains(cArgs, "--leader-elect") {
+				t.Errorf("controller args %q lack --leader-elect", cArgs)
+			}
+			if _, ok := gw.Spec.Template.Labels["toolhooks.dev/gateway"]; !ok {
+				t.Errorf("gateway pods %v lack the toolhooks.dev/gateway label the controller finds them by", gw.Spec.Template.Labels)
+			}
+			for name, d := range map[string]*deployment{"controller": ctrl, "gateway": gw} {
+				sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+				if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+					t.Errorf("%s selector %v does not match its pods %v", name, d.Spec.Selector, d.Spec.Template.Labels)
+				}
+				checkHardened(t, name, d.Spec.Template.Spec)
+			}
+			sel := metav1.SetAsLabelSelector(svc.Spec.Selector)
+			if s, _ := metav1.LabelSelectorAsSelector(sel); !s.Matches(labels.Set(gw.Spec.Template.Labels)) ||
+				s.Matches(labels.Set(ctrl.Spec.Template.Labels)) {
+				t.Errorf("the gateway Service selector %v must select the gateway pods only", svc.Spec.Selector)
+			}
+			mounts := map[string]string{}
+			for _, vm := range gPod.Containers[0].VolumeMounts {
+				mounts[vm.MountPath] = vm.Name
+			}
+			if ws := argValue(t, gArgs, "workspace"); mounts[ws] != "workspace" || mounts["/tmp"] != "tmp" {
+				t.Errorf("gateway mounts %v, want workspace at %s and tmp at /tmp", mounts, ws)
+			}
+			env := map[string]string{}
+			for _, e := range gPod.Containers[0].Env {
+				if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+					env[e.Name] = e.ValueFrom.FieldRef.FieldPath
+				}
+			}
+			if want := map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "POD_UID": "metadata.uid"}; !reflect.DeepEqual(env, want) {
+				t.Errorf("gateway downward-API env = %v, want %v", env, want)
+			}
+		})
+	}
+}
+
+// checkHardened checks a pod runs non-root on a read-only root filesystem
+// without privileges, with probes.
+func checkHardened(t *testing.T, name string, pod corev1.PodSpec) {
+	t.Helper()
+	psc := pod.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.RunAsUser == nil || *psc.RunAsUser != 65532 ||
+		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s pod security context = %+v", name, psc)
+	}
+	for _, c := range pod.Containers {
+		sc := c.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+			t.Errorf("%s container %s security context = %+v", name, c.Name, sc)
+		}
+		if c.LivenessProbe == nil || c.ReadinessProbe == nil {
+			t.Errorf("%s container %s lacks probes", name, c.Name)
+		}
+		if len(c.Command) != 0 {
+			t.Errorf("%s container %s overrides the image entrypoint with %q", name, c.Name, c.Command)
+		}
+	}
+}
+
+// impersonate returns a clientset acting as the ServiceAccount.
+func impersonate(t *testing.T, namespace, name string) *kubernetes.Clientset {
+	t.Helper()
+	cfg := rest.CopyConfig(testEnv.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + namespace + ":" + name,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// TestChartRBACLetsThePushHandshakeWorkAndNothingMore installs the chart's
+// objects for real and acts as its ServiceAccounts: the controller mints its
+// push token with the project's token source, the gateway reviews it with the
+// project's authenticator and accepts it, and each is denied what it must not do.
+func TestChartRBACLetsThePushHandshakeWorkAndNothingMore(t *testing.T) {
+	const release, ns = "rbac-check", "chart-rbac"
+	m := parseManifest(t, mustTemplate(t, release, ns))
+	var objects manifest
+	for _, o := range m {
+		if o.GetKind() != "CustomResourceDefinition" {
+			objects = append(objects, o)
+		}
+	}
+	var text strings.Builder
+	for _, o := range objects {
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text.WriteString("---\n")
+		text.Write(b)
+	}
+	createNamespace(t, ns)
+	kubectlApply(t, text.String(), objects)
+	t.Cleanup(func() {
+		for _, o := range objects {
+			if o.GetNamespace() == "" { // cluster-scoped: the namespace does not take them along
+				if out, err := testEnv.Kubectl(t, "delete", strings.ToLower(o.GetKind()), o.GetName()); err != nil {
+					t.Logf("Deleting %s/%s: %v\n%s", o.GetKind(), o.GetName(), err, out)
+				}
+			}
+		}
+	})
+
+	prefix := release + "-toolhooks"
+	ctrlSA, gwSA := prefix+"-controller-manager", prefix+"-gateway"
+	gw := into[deployment](t, m.get(t, "Deployment", prefix+"-gateway"))
+	gArgs := gw.Spec.Template.Spec.Containers[0].Args
+	ctrl := into[deployment](t, m.get(t, "Deployment", prefix+"-controller-manager"))
+	cArgs := ctrl.Spec.Template.Spec.Containers[0].Args
+	saNS, saName, _ := strings.Cut(argValue(t, cArgs, "push-service-account"), "/")
+
+	ctx := context.Background()
+	controllerCS, gatewayCS := impersonate(t, ns, ctrlSA), impersonate(t, ns, gwSA)
+	// RBAC takes effect once the authorizer's informers see the new bindings.
+	var token string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		token, err = (&controller.ServiceAccountTokens{Client: controllerCS, Namespace: saNS, Name: saName,
+			Audience: argValue(t, cArgs, "push-audience")}).Token(ctx)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("The controller cannot mint its push token under the chart's RBAC: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	review := &gatewayk8s.TokenReview{Client: gatewayCS.AuthenticationV1().TokenReviews(),
+		Audience: argValue(t, gArgs, "push-audience"), Allowed: []string{argValue(t, gArgs, "controller-identity")}}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://gateway/v1/config", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	user, err := review.Authenticate(req)
+	if err != nil {
+		t.Fatalf("The gateway rejected the controller's push token: %v", err)
+	}
+	if want := "system:serviceaccount:" + ns + ":" + ctrlSA; user != want {
+		t.Errorf("the push came from %s, want %s", user, want)
+	}
+
+	denied := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: err = %v, want Forbidden", what, err)
+		}
+	}
+	_, err = controllerCS.CoreV1().ServiceAccounts(ns).CreateToken(ctx, gwSA, tokenRequest(), metav1.CreateOptions{})
+	denied("the controller minting the gateway's token", err)
+	_, err = gatewayCS.CoreV1().ServiceAccounts(ns).CreateToken(ctx, ctrlSA, tokenRequest(), metav1.CreateOptions{})
+	denied("the gateway minting the controller's token", err)
+	_, err = gatewayCS.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	denied("the gateway listing pods", err)
+	_, err = gatewayCS.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	denied("the gateway listing secrets", err)
+	_, err = gatewayCS.CoreV1().ConfigMaps(ns).Get(ctx, "anything", metav1.GetOptions{})
+	denied("the gateway reading configmaps", err)
+	_, err = controllerCS.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	denied("the controller listing secrets", err)
+
+	// The gateway records Events in its own namespace only.
+	for _, c := range []struct {
+		namespace string
+		allowed   bool
+	}{{ns, true}, {"default", false}} {
+		out, err := testEnv.Kubectl(t, "auth", "can-i", "create", "events.events.k8s.io", "-n", c.namespace,
+			"--as", "system:serviceaccount:"+ns+":"+gwSA)
+		if got := strings.TrimSpace(out) == "yes" && err == nil; got != c.allowed {
+			t.Errorf("gateway may create Events in %s: %v (%q), want %v", c.namespace, got, out, c.allowed)
+		}
+	}
+}
+
+func tokenRequest() *authnv1.TokenRequest {
+	return &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{"toolhooks.dev/gateway-config"}}}
+}

@@ -1,0 +1,52 @@
+package integration
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/toolhooks/toolhooks/internal/testenv"
+)
+
+// TestKustomizeDefaultDeploysControllerAndGateway builds config/default and
+// has the API server accept it (server-side dry run), then checks the two
+// workloads wire to each other through the binaries' defaults.
+func TestKustomizeDefaultDeploysControllerAndGateway(t *testing.T) {
+	text, err := run(tool(t, "kustomize"), "build", testenv.RepoRoot()+"/config/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := parseManifest(t, text)
+	const ns = "toolhooks-system"
+	createNamespace(t, ns) // namespaced objects cannot be dry-run into a namespace that does not exist
+	kubectlApply(t, text, m, "--dry-run=server")
+
+	ctrl := into[deployment](t, m.get(t, "Deployment", "toolhooks-controller-manager"))
+	gw := into[deployment](t, m.get(t, "Deployment", "toolhooks-gateway"))
+	m.get(t, "Service", "toolhooks-gateway")
+	m.get(t, "ServiceAccount", "toolhooks-gateway")
+	// Both binaries default the push identity to $POD_NAMESPACE/toolhooks-controller-manager.
+	sa := m.get(t, "ServiceAccount", "toolhooks-controller-manager").GetName()
+	if got := ctrl.Spec.Template.Spec.ServiceAccountName; got != sa {
+		t.Errorf("the controller runs as %s, want %s (the push identity both binaries default to)", got, sa)
+	}
+	push := into[rbacv1.Role](t, m.get(t, "Role", "toolhooks-push-token-role"))
+	if !slices.Equal(push.Rules[0].ResourceNames, []string{sa}) {
+		t.Errorf("the push-token role is for %v, want [%s]", push.Rules[0].ResourceNames, sa)
+	}
+	if _, ok := gw.Spec.Template.Labels["toolhooks.dev/gateway"]; !ok {
+		t.Errorf("gateway pods %v lack the toolhooks.dev/gateway label", gw.Spec.Template.Labels)
+	}
+	for _, a := range gw.Spec.Template.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--metrics-bind-address") {
+			t.Errorf("the controller's metrics patch reached the gateway: %q", a)
+		}
+	}
+	if argValue(t, ctrl.Spec.Template.Spec.Containers[0].Args, "metrics-bind-address") != ":8443" {
+		t.Error("the controller does not serve metrics on :8443")
+	}
+	checkHardened(t, "controller", ctrl.Spec.Template.Spec)
+	checkHardened(t, "gateway", gw.Spec.Template.Spec)
+}
