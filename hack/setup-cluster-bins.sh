@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# setup-cluster-bins.sh builds the node and control-plane binaries that
+# hack/local-cluster.sh needs beyond the envtest ones (kube-controller-manager,
+# kube-scheduler, kubelet, kube-proxy) from source through the Go module proxy,
+# in one `go build` so they share every compiled package with each other and,
+# through the Go build cache, with the envtest kube-apiserver. The result is
+# cached outside the clone; the last line on stdout is the binary directory,
+# which also holds links to the envtest kube-apiserver, kubectl and etcd.
+#
+# Usage: hack/setup-cluster-bins.sh [--update-lock]
+#   --update-lock  rewrite the locked go.sum under hack/cluster/ (maintainers only)
+set -euo pipefail
+
+K8S_VERSION="${K8S_VERSION:-v1.37.2}"
+STAGING_VERSION="v0.${K8S_VERSION#v1.}"
+CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/toolhooks/cluster"
+BINS="${CACHE_ROOT}/${K8S_VERSION}"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+LOCK="${HERE}/cluster/kubernetes.go.sum"
+UPDATE_LOCK=0
+[[ "${1:-}" == "--update-lock" ]] && UPDATE_LOCK=1
+COMPONENTS=(kube-controller-manager kube-scheduler kubelet kube-proxy)
+
+log() { printf '[setup-cluster-bins %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+have() {
+  local c
+  for c in "${COMPONENTS[@]}" kube-apiserver kubectl etcd; do [[ -x "${BINS}/${c}" ]] || return 1; done
+}
+
+link_envtest() {
+  local assets c
+  assets="$("${HERE}/setup-envtest.sh" | tail -n1)"
+  for c in kube-apiserver kubectl etcd; do ln -sfn "${assets}/${c}" "${BINS}/${c}"; done
+}
+
+if have && [[ $UPDATE_LOCK == 0 ]]; then
+  log "cached binaries found in ${BINS}"
+  echo "${BINS}"
+  exit 0
+fi
+
+command -v go >/dev/null || { log "go is required (Go 1.26)"; exit 1; }
+mkdir -p "${BINS}"
+link_envtest
+
+missing=()
+for c in "${COMPONENTS[@]}"; do [[ -x "${BINS}/${c}" && $UPDATE_LOCK == 0 ]] || missing+=("$c"); done
+if ((${#missing[@]})); then
+  WORK="$(mktemp -d "${CACHE_ROOT}/build.XXXXXX")"
+  trap 'rm -rf "${WORK}"' EXIT
+  export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0
+  mod="${WORK}/kubernetes"
+  mkdir -p "${mod}"
+  log "resolving k8s.io/kubernetes@${K8S_VERSION} from the module proxy"
+  gomod="$(cd "${mod}" && go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
+  [[ -f "${gomod}" ]] || { log "could not download the go.mod of k8s.io/kubernetes@${K8S_VERSION}"; exit 1; }
+  # Same replace block as hack/setup-envtest.sh: every staging module of
+  # kubernetes' own go.mod is pinned to the published tag.
+  staging="$(awk '/^replace \(/{r=1;next} r&&/^\)/{r=0} r&&/=> \.\/staging\/src\//{print $1}' "${gomod}" | sort -u)"
+  [[ -n "${staging}" ]] || { log "no staging modules found in ${gomod}"; exit 1; }
+  {
+    echo "module toolhooks.dev/cluster-kubernetes"
+    echo
+    echo "go 1.26"
+    echo
+    echo "require k8s.io/kubernetes ${K8S_VERSION}"
+    echo
+    echo "replace ("
+    while read -r m; do echo "	${m} => ${m} ${STAGING_VERSION}"; done <<<"${staging}"
+    echo ")"
+  } >"${mod}/go.mod"
+  {
+    echo "//go:build tools"
+    echo
+    echo "package tools"
+    echo
+    echo "import ("
+    for c in "${COMPONENTS[@]}"; do echo "	_ \"k8s.io/kubernetes/cmd/${c}\""; done
+    echo ")"
+  } >"${mod}/tools.go"
+  [[ -f "${LOCK}" && $UPDATE_LOCK == 0 ]] && cp "${LOCK}" "${mod}/go.sum"
+  log "go mod tidy for ${COMPONENTS[*]}"
+  (cd "${mod}" && go mod tidy)
+  if [[ $UPDATE_LOCK == 1 || ! -f "${LOCK}" ]]; then
+    mkdir -p "$(dirname "${LOCK}")"
+    cp "${mod}/go.sum" "${LOCK}"
+    log "wrote lock ${LOCK}"
+  elif ! diff -q <(sort -u "${mod}/go.sum") <(sort -u "${LOCK}") >/dev/null; then
+    log "go.sum differs from the lock hack/cluster/kubernetes.go.sum;"
+    log "run hack/setup-cluster-bins.sh --update-lock if the versions changed on purpose"
+    diff <(sort -u "${LOCK}") <(sort -u "${mod}/go.sum") >&2 || true
+    exit 1
+  fi
+  ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${K8S_VERSION} -X k8s.io/client-go/pkg/version.gitVersion=${K8S_VERSION}"
+  pkgs=()
+  for c in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/${c}"); done
+  log "building ${missing[*]} ${K8S_VERSION} in one go build (10-20 minutes on 2 cores the first time; shares the kube-apiserver build cache)"
+  mkdir -p "${WORK}/out"
+  (cd "${mod}" && go build -trimpath -ldflags "${ldflags}" -o "${WORK}/out/" "${pkgs[@]}")
+  for c in "${missing[@]}"; do mv "${WORK}/out/${c}" "${BINS}/${c}"; done
+  log "built ${missing[*]}"
+fi
+have || { log "build finished but binaries are missing in ${BINS}"; exit 1; }
+log "cluster binaries ready in ${BINS}"
+echo "${BINS}"
