@@ -93,6 +93,10 @@ test: generate manifests fmt vet helm kustomize ## Run all unit and envtest suit
 .PHONY: ci
 ci: verify lint test ## What CI runs: generated code current, lint, then all tests.
 
+.PHONY: e2e
+e2e: helm ## Run the e2e suite on a local single-node cluster (root; installs containerd; see hack/e2e.sh).
+	HELM="$(HELM)" hack/e2e.sh
+
 .PHONY: bench
 bench: ## Run benchmarks with -benchmem (BENCH=regexp BENCH_PKGS=./internal/...).
 	go test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKGS)

@@ -296,6 +296,8 @@ preflight() {
 net_up() {
   mkdir -p "${STATE}/host"
   [[ -f "${STATE}/host/ip_forward" ]] || cat /proc/sys/net/ipv4/ip_forward >"${STATE}/host/ip_forward"
+  # containerd's shims always put their sockets in /run/containerd/s.
+  [[ -e /run/containerd || -f "${STATE}/host/run-containerd" ]] || touch "${STATE}/host/run-containerd"
   touch "${STATE}/host/iptables"
   if ! ip link show "${NODE_IF}" >/dev/null 2>&1; then
     log "creating interface ${NODE_IF} for the node IP ${NODE_IP}"
@@ -410,7 +412,8 @@ node_ready() {
 # our_procs prints the pids of processes started from our state directory
 # (containerd shims and anything else whose command line names it).
 our_procs() {
-  grep -lF -- "${STATE}/" /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3 | grep -vx "$$" || true
+  # The pattern comes from a file so that this grep does not match itself.
+  grep -lF -f <(printf '%s/\n' "${STATE}") /proc/[0-9]*/cmdline 2>/dev/null | cut -d/ -f3 | grep -vx "$$" || true
 }
 
 kill_containers() {
@@ -504,6 +507,9 @@ down() {
     sweep_chains
   fi
   remove_cgroups
+  if [[ -f "${STATE}/host/run-containerd" ]]; then
+    rmdir /run/containerd/s /run/containerd 2>/dev/null || log "/run/containerd is not empty; left in place"
+  fi
   if [[ -f "${STATE}/host/ip_forward" ]]; then
     cat "${STATE}/host/ip_forward" >/proc/sys/net/ipv4/ip_forward
   fi
