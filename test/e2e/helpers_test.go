@@ -27,8 +27,8 @@ type env struct {
 	namespace  string
 	release    string
 	chart      string
-	// upgradeArgs are the `helm upgrade` flags that keep the images the
-	// release was installed with.
+	// values are the `helm install` flags (the images) that `helm upgrade`
+	// repeats.
 	values []string
 }
 
@@ -49,12 +49,12 @@ func TestMain(m *testing.M) {
 		e.values = strings.Fields(v)
 	}
 	var missing []string
-	for k, v := range map[string]string{
-		"KUBECONFIG": e.kubeconfig, "TOOLHOOKS_E2E_HELM": e.helm, "TOOLHOOKS_E2E_KUBECTL": e.kubectl,
-		"TOOLHOOKS_E2E_NAMESPACE": e.namespace, "TOOLHOOKS_E2E_RELEASE": e.release, "TOOLHOOKS_E2E_CHART": e.chart,
+	for _, kv := range [][2]string{
+		{"KUBECONFIG", e.kubeconfig}, {"TOOLHOOKS_E2E_HELM", e.helm}, {"TOOLHOOKS_E2E_KUBECTL", e.kubectl},
+		{"TOOLHOOKS_E2E_NAMESPACE", e.namespace}, {"TOOLHOOKS_E2E_RELEASE", e.release}, {"TOOLHOOKS_E2E_CHART", e.chart},
 	} {
-		if v == "" {
-			missing = append(missing, k)
+		if kv[1] == "" {
+			missing = append(missing, kv[0])
 		}
 	}
 	if len(missing) > 0 {
