@@ -295,6 +295,8 @@ func TestChartRendersObjectsTheAPIServerAccepts(t *testing.T) {
 		{"all options", "agents", "chart-all-options", allOptions, 2},
 		{"metrics off", "plain", "chart-metrics-off", []string{"metrics.enabled=false", "controller.leaderElection=false",
 			"gateway.workspace.existingClaim=shared"}, 0},
+		// Helm's longest release name: every derived name must still be valid.
+		{"long release name", "a-release-name-as-long-as-helm-allows-it-to-be-12345", "chart-long-name", nil, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			text := mustTemplate(t, c.release, c.namespace, c.sets...)
@@ -650,4 +652,25 @@ func TestChartRBACLetsThePushHandshakeWorkAndNothingMore(t *testing.T) {
 
 func tokenRequest() *authnv1.TokenRequest {
 	return &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{"toolhooks.dev/gateway-config"}}}
+}
+
+// TestChartCRDsAreTheGeneratedOnes checks the chart ships exactly the CRDs
+// controller-gen writes into config/crd/bases (make manifests copies them).
+func TestChartCRDsAreTheGeneratedOnes(t *testing.T) {
+	bases := filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")
+	want, err := filepath.Glob(filepath.Join(bases, "*.yaml"))
+	if err != nil || len(want) == 0 {
+		t.Fatalf("no CRDs in %s (%v)", bases, err)
+	}
+	got, _ := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+	if len(got) != len(want) {
+		t.Errorf("the chart has %d CRD files, config/crd/bases %d (run make manifests)", len(got), len(want))
+	}
+	for _, w := range want {
+		a, _ := os.ReadFile(w)
+		b, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(w)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("charts/toolhooks/crds/%s differs from config/crd/bases (run make manifests): %v", filepath.Base(w), err)
+		}
+	}
 }
