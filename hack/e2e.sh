@@ -79,6 +79,8 @@ fi
 BINS="$(hack/setup-cluster-bins.sh | tail -n1)"
 
 phase "cluster up"
+# A cluster left by an interrupted run would carry its release along: start clean.
+"${CLUSTER}" down
 "${CLUSTER}" up
 KUBECONFIG_FILE="$("${CLUSTER}" kubeconfig)"
 export KUBECONFIG="${KUBECONFIG_FILE}"
