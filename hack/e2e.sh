@@ -90,6 +90,8 @@ export CGO_ENABLED=0
 log "building the controller and gateway binaries (static, CGO_ENABLED=0: the first time this compiles their dependencies anew, minutes on 2 cores)"
 go build -trimpath -ldflags '-s -w' -o "${WORK}/manager" ./cmd/main.go
 go build -trimpath -ldflags '-s -w' -o "${WORK}/gateway" ./cmd/gateway
+log "testing the image packer (hack/imagetar)"
+(cd hack/imagetar && GOWORK=off go test -count=1 .)
 for img in "controller:manager:${CONTROLLER_IMAGE}" "gateway:gateway:${GATEWAY_IMAGE}"; do
   IFS=: read -r what bin ref <<<"$img"
   log "packing ${ref}:${TAG} (FROM scratch, /${bin} as entrypoint, user 65532)"
