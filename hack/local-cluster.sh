@@ -286,6 +286,9 @@ preflight() {
   need_root
   [[ -d /sys/fs/cgroup ]] || die "no /sys/fs/cgroup"
   local t
+  if [[ ! -d "${STATE}" ]] && [[ -n "$(cat /sys/fs/cgroup/*/kubepods/cgroup.procs /sys/fs/cgroup/kubepods/cgroup.procs 2>/dev/null)" ]]; then
+    die "processes run in kubepods cgroups but ${STATE} does not exist: another kubelet runs here; refusing to start"
+  fi
   for t in filter nat mangle; do
     if [[ ! -f "${STATE}/host/iptables" ]] && iptables -w -t "$t" -S 2>/dev/null | grep -q -- '^-N KUBE-'; then
       die "the host already has KUBE-* iptables chains in table ${t}: another Kubernetes runs here; refusing to start"
@@ -464,6 +467,22 @@ sweep_chains() {
   done
 }
 
+# kill_pod_processes kills what still runs in the kubepods cgroups kubelet
+# made: containers whose shim died with a crashed containerd are reparented
+# to init and found only there.
+kill_pod_processes() {
+  local i procs
+  for ((i = 0; i < 20; i++)); do
+    procs="$(find /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/kubepods -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u || true)"
+    [[ -n "$procs" ]] || return 0
+    ((i == 0)) && log "killing $(wc -w <<<"$procs") processes left in the kubepods cgroups"
+    # shellcheck disable=SC2086 # one pid per word
+    kill -KILL $procs 2>/dev/null || true
+    sleep 0.5
+  done
+  log "processes remain in the kubepods cgroups: ${procs}"
+}
+
 remove_cgroups() {
   local d
   for d in /sys/fs/cgroup/kubepods /sys/fs/cgroup/kubepods.slice /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/kubepods.slice; do
@@ -494,13 +513,14 @@ down() {
     log "killing leftover process ${p}: $(tr '\0' ' ' 2>/dev/null <"/proc/${p}/cmdline" | cut -c1-120)"
     kill -KILL "$p" 2>/dev/null || true
   done
+  kill_pod_processes
   unmount_state
-  for p in "${BRIDGE}" "${NODE_IF}"; do
-    ip link show "$p" >/dev/null 2>&1 && { log "deleting interface ${p}"; ip link del "$p"; }
-  done
-  # veths of pods whose netns went away are gone with them; any left on the bridge:
-  ip -o link show type veth 2>/dev/null | awk -F': ' '/master '"${BRIDGE}"' /{print $2}' | cut -d@ -f1 |
+  # The veths of pods go with their netns; delete any still on the bridge.
+  ip -o link show master "${BRIDGE}" type veth 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 |
     while read -r p; do ip link del "$p" 2>/dev/null || true; done
+  for p in "${BRIDGE}" "${NODE_IF}"; do
+    if ip link show "$p" >/dev/null 2>&1; then log "deleting interface ${p}"; ip link del "$p"; fi
+  done
   if [[ -f "${STATE}/host/iptables" ]]; then
     log "removing the iptables rules of kube-proxy and kubelet"
     if [[ -n "$bins" && -x "${bins}/kube-proxy" ]]; then "${bins}/kube-proxy" --cleanup >/dev/null 2>&1 || true; fi
@@ -508,7 +528,10 @@ down() {
   fi
   remove_cgroups
   if [[ -f "${STATE}/host/run-containerd" ]]; then
-    rmdir /run/containerd/s /run/containerd 2>/dev/null || log "/run/containerd is not empty; left in place"
+    # We made it; with no containerd left running, what is in it (sockets of
+    # shims that were killed) is ours too.
+    if pgrep -x containerd >/dev/null || pgrep -x containerd-shim >/dev/null; then log "a containerd still runs; /run/containerd left in place"
+    else rm -rf --one-file-system /run/containerd; fi
   fi
   if [[ -f "${STATE}/host/ip_forward" ]]; then
     cat "${STATE}/host/ip_forward" >/proc/sys/net/ipv4/ip_forward
