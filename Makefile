@@ -104,6 +104,10 @@ $(MCP_NPM_DIR)/node_modules/.package-lock.json: $(MCP_NPM_DIR)/package.json $(MC
 .PHONY: ci
 ci: verify lint test ## What CI runs: generated code current, lint, then all tests.
 
+.PHONY: e2e
+e2e: helm ## Run the e2e suite on a local single-node cluster (root; installs containerd; see hack/e2e.sh).
+	HELM="$(HELM)" hack/e2e.sh
+
 .PHONY: bench
 bench: ## Run benchmarks with -benchmem (BENCH=regexp BENCH_PKGS=./internal/...).
 	go test -run '^$$' -bench '$(BENCH)' -benchmem $(BENCH_PKGS)
