@@ -14,12 +14,12 @@ import (
 	"github.com/toolhooks/toolhooks/internal/testenv"
 )
 
-// clusterDemo returns the command running the cluster demo with the test's binaries.
+// clusterDemo returns the command running the cluster demo, with --hold, on the test's binaries.
 func clusterDemo(t *testing.T) *exec.Cmd {
 	t.Helper()
 	dir := binaries(t)
 	cmd := exec.Command(filepath.Join(dir, "demo"), "--cluster", "--gateway", filepath.Join(dir, "gateway"),
-		"--manager", filepath.Join(dir, "manager"))
+		"--manager", filepath.Join(dir, "manager"), "--hold")
 	cmd.Env = append(os.Environ(), "KUBEBUILDER_ASSETS="+testenv.Assets(t))
 	return cmd
 }
