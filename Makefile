@@ -78,7 +78,12 @@ verify: generate manifests ## Fail when generated code or manifests are out of d
 		echo "Generated files are out of date; run 'make generate manifests' and commit:"; \
 		git status --porcelain -- api config charts; git --no-pager diff --stat -- api config charts; exit 1; \
 	fi
+	@go run ./hack/crd-ref --check
 	@echo "Generated code and manifests are up to date"
+
+.PHONY: docs
+docs: ## Regenerate the CRD reference in README.md from the CRDs in config/crd/bases.
+	go run ./hack/crd-ref
 
 .PHONY: envtest
 envtest: ## Build (once) the envtest kube-apiserver, etcd and kubectl from source and print their directory.
@@ -102,7 +107,11 @@ $(MCP_NPM_DIR)/node_modules/.package-lock.json: $(MCP_NPM_DIR)/package.json $(MC
 	@touch $@
 
 .PHONY: ci
-ci: verify lint test ## What CI runs: generated code current, lint, then all tests.
+ci: verify lint test ci-e2e ## What CI runs: generated code current, lint, all tests, then the e2e suite.
+
+.PHONY: ci-e2e
+ci-e2e: ## Run make e2e when this machine can run a local cluster; fail loudly otherwise unless TOOLHOOKS_SKIP_E2E=1.
+	@hack/ci-e2e.sh
 
 .PHONY: e2e
 e2e: helm ## Run the e2e suite on a local single-node cluster (root; installs containerd; see hack/e2e.sh).
@@ -133,8 +142,20 @@ run: generate manifests fmt vet ## Run the controller against the cluster in ~/.
 	go run ./cmd/main.go
 
 .PHONY: demo
-demo: ## Run the local demo on the embedded default policies.
-	go run ./cmd/demo
+demo: | $(LOCALBIN) ## Build the gateway and play a scripted agent session through it, enforcing config/samples.
+	@echo "Building the gateway and the demo into $(LOCALBIN) (the first build takes a minute or two)..."
+	go build -o "$(LOCALBIN)/gateway" ./cmd/gateway
+	go build -o "$(LOCALBIN)/demo" ./cmd/demo
+	"$(LOCALBIN)/demo" --gateway "$(LOCALBIN)/gateway" $(DEMO_ARGS)
+
+.PHONY: demo-cluster
+demo-cluster: | $(LOCALBIN) ## The demo against a local envtest control plane, with the controller pushing the samples.
+	@echo "Building the controller, the gateway and the demo into $(LOCALBIN)..."
+	go build -o "$(LOCALBIN)/manager" ./cmd/main.go
+	go build -o "$(LOCALBIN)/gateway" ./cmd/gateway
+	go build -o "$(LOCALBIN)/demo" ./cmd/demo
+	@assets="$$(hack/setup-envtest.sh)"; \
+	KUBEBUILDER_ASSETS="$$assets" "$(LOCALBIN)/demo" --cluster --gateway "$(LOCALBIN)/gateway" --manager "$(LOCALBIN)/manager" $(DEMO_ARGS)
 
 .PHONY: docker-build
 docker-build: ## Build the controller and gateway images (needs a Docker engine).

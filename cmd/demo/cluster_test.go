@@ -1,0 +1,80 @@
+package main
+
+import (
+	"crypto/tls"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolhooks/toolhooks/internal/testenv"
+)
+
+// clusterDemo returns the command running the cluster demo, with --hold, on the test's binaries.
+func clusterDemo(t *testing.T) *exec.Cmd {
+	t.Helper()
+	dir := binaries(t)
+	cmd := exec.Command(filepath.Join(dir, "demo"), "--cluster", "--gateway", filepath.Join(dir, "gateway"),
+		"--manager", filepath.Join(dir, "manager"), "--hold")
+	cmd.Env = append(os.Environ(), "KUBEBUILDER_ASSETS="+testenv.Assets(t))
+	return cmd
+}
+
+// assertAPIServerGone checks that the API server the demo printed no longer answers.
+func assertAPIServerGone(t *testing.T, text string) {
+	t.Helper()
+	m := regexp.MustCompile(`API server up at (\S+)`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no API server address in the output:\n%s", text)
+	}
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // only probing whether it still listens
+	if resp, err := c.Get(m[1] + "healthz"); err == nil {
+		_ = resp.Body.Close()
+		t.Errorf("the demo's API server %s still answers after the demo exited", m[1])
+	}
+}
+
+// TestClusterDemoPushesTheSamplesAndShowsTheDenials runs the cluster demo
+// with --hold: envtest's API server, the controller and gateway processes;
+// the same session decides the same way through the pushed configuration,
+// the denials show in kubectl describe and as Events of every policy. Then
+// Ctrl-C: everything is stopped and removed. (One control plane for both,
+// as starting one is the slow part.)
+func TestClusterDemoPushesTheSamplesAndShowsTheDenials(t *testing.T) {
+	r := startUntil(t, clusterDemo(t), "Press Ctrl-C")
+	text := r.text.String()
+	checkSession(t, text)
+	for _, s := range []string{
+		"autonomypolicy.policy.toolhooks.dev/coding-agent created",
+		"All 2 selected gateways enforce generation 1",
+		`Warning  ToolCallDenied`,
+	} {
+		if !strings.Contains(text, s) {
+			t.Errorf("output lacks %q:\n%s", s, text)
+		}
+	}
+	events := text[strings.Index(text, "reason=ToolCallDenied"):]
+	for _, s := range []string{
+		"PluginHook       approval-service   gateway-coding ",
+		"AutonomyPolicy   auditor            gateway-auditor ",
+		"ContractPolicy   ci-bot             gateway-coding ",
+		"AutonomyPolicy   coding-agent       gateway-coding ",
+	} {
+		if !strings.Contains(events, s) {
+			t.Errorf("the ToolCallDenied Events lack %q:\n%s", s, events)
+		}
+	}
+	if err := r.interrupt(); err != nil {
+		t.Fatalf("demo after Ctrl-C: %v\n%s\nstderr:\n%s", err, r.text.String(), r.stderr.String())
+	}
+	assertCleanedUp(t, r.text.String(), 3)
+	assertAPIServerGone(t, r.text.String())
+	if strings.Contains(r.stderr.String(), "log.SetLogger(...) was never called") {
+		t.Errorf("controller-runtime complains on stderr:\n%s", r.stderr.String())
+	}
+}
