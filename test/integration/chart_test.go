@@ -241,6 +241,11 @@ var allOptions = []string{
 	"gateway.extraVolumeMounts[0].name=plugins",
 	"gateway.extraVolumeMounts[0].mountPath=/plugins",
 	"gateway.extraVolumeMounts[0].readOnly=true",
+	"gateway.mcp.enabled=true",
+	"gateway.mcp.allowAnonymous=true",
+	"gateway.mcp.deniedTools=hide",
+	"gateway.mcp.upstreams[0].name=tickets",
+	"gateway.mcp.upstreams[0].http.url=http://tickets.agents.svc:8080/mcp",
 }
 
 func TestChartLintsStrictly(t *testing.T) {
@@ -265,6 +270,8 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		"misspelt key":           {"gateway.replica=3", "replica"},
 		"empty repository":       {"gateway.image.repository=", "gateway.image.repository"},
 		"relative workspace":     {"gateway.workspace.mountPath=workspace", "gateway.workspace.mountPath"},
+		"unknown mcp list mode":  {"gateway.mcp.deniedTools=show", "gateway.mcp.deniedTools"},
+		"mcp upstream name":      {"gateway.mcp.upstreams[0].name=fs_1", "/gateway/mcp/upstreams/0/name"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
