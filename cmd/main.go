@@ -114,6 +114,9 @@ func main() {
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         enableLeaderElection,
 		LeaderElectionID:       "toolhooks-controller.toolhooks.dev",
+		// The process ends right after the manager stops, so it can hand the
+		// lease over at once instead of making the next leader wait it out.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		setupLog.Error(err, "Failed to create manager")
