@@ -37,7 +37,7 @@ type TokenReview struct {
 var _ gateway.Authenticator = (*TokenReview)(nil)
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch,namespace=system
 
 // Authenticate reviews the request's bearer token.
 func (t *TokenReview) Authenticate(r *http.Request) (string, error) {

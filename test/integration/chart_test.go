@@ -367,13 +367,24 @@ func TestChartRBACMatchesGeneratedRoles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// push_token_role.yaml holds the Role and its binding; the Role is first.
-		doc, _, _ := strings.Cut(string(b), "\n---\n")
-		var r rbacv1.Role
-		if err := yaml.UnmarshalStrict([]byte(doc), &r); err != nil {
-			t.Fatalf("Parsing config/rbac/%s: %v", file, err)
+		// The rules of every role in the file: gateway/role.yaml holds a
+		// ClusterRole and a Role, push_token_role.yaml a Role and its binding.
+		var out []rbacv1.PolicyRule
+		for doc := range strings.SplitSeq(string(b), "\n---\n") {
+			var meta metav1.TypeMeta
+			if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+				t.Fatalf("Parsing config/rbac/%s: %v", file, err)
+			}
+			if meta.Kind != "Role" && meta.Kind != "ClusterRole" {
+				continue
+			}
+			var r rbacv1.Role
+			if err := yaml.UnmarshalStrict([]byte(doc), &r); err != nil {
+				t.Fatalf("Parsing config/rbac/%s: %v", file, err)
+			}
+			out = append(out, r.Rules...)
 		}
-		return r.Rules
+		return out
 	}
 	for _, c := range []struct {
 		file  string
