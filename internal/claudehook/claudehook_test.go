@@ -2,7 +2,6 @@ package claudehook_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -20,30 +19,11 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 )
 
-// auditLog collects the gateway's audit records.
-type auditLog struct {
-	mu   sync.Mutex
-	recs []audit.Record
-}
-
-func (a *auditLog) Emit(_ context.Context, r audit.Record) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.recs = append(a.recs, r)
-	return nil
-}
-
-func (a *auditLog) all() []audit.Record {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]audit.Record(nil), a.recs...)
-}
-
 // gw is a real gateway serving HTTP with policies loaded from testdata.
 type gw struct {
 	url   string
 	ws    string
-	audit *auditLog
+	audit *audit.Memory
 }
 
 // startGateway runs the gateway in-process with testdata/policyFile applied
@@ -60,7 +40,7 @@ func startGateway(t testing.TB, policyFile string, wrap func(http.Handler) http.
 	}
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "policies.yaml"), strings.ReplaceAll(string(body), "WORKSPACE", ws))
-	al := &auditLog{}
+	al := &audit.Memory{}
 	s, err := gateway.New(gateway.Options{Workspace: ws, Audit: al, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +113,7 @@ func TestRecordedPayloadsAgainstARealGateway(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
-			before := len(g.audit.all())
+			before := len(g.audit.Records())
 			got := runHook(t, payload(t, c.file, g.ws), claudehook.Options{Gateway: g.url, Sender: "dev"})
 			if got.code != c.wantCode {
 				t.Fatalf("exit code %d, want %d; stderr:\n%s", got.code, c.wantCode, got.stderr)
@@ -146,7 +126,7 @@ func TestRecordedPayloadsAgainstARealGateway(t *testing.T) {
 					t.Errorf("stderr %q lacks %q", got.stderr, w)
 				}
 			}
-			recs := g.audit.all()
+			recs := g.audit.Records()
 			if len(recs) != before+1 {
 				t.Fatalf("the gateway recorded %d calls, want exactly one", len(recs)-before)
 			}
@@ -190,9 +170,9 @@ func TestGatewayMCPServerIsNotAskedTwice(t *testing.T) {
 	g := startGateway(t, "policies.yaml", nil)
 	in := payload(t, "pre_mcp_denied.json", g.ws) // mcp__github__delete_repository
 	got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", GatewayMCPServers: []string{"toolhooks", "github"}})
-	if got.code != 0 || len(g.audit.all()) != 0 {
+	if got.code != 0 || len(g.audit.Records()) != 0 {
 		t.Fatalf("a tool of the gateway's own MCP server: exit %d stderr %q, %d gateway calls; want 0 and none",
-			got.code, got.stderr, len(g.audit.all()))
+			got.code, got.stderr, len(g.audit.Records()))
 	}
 	for _, servers := range [][]string{{"githu"}, {"github_"}, {"GitHub"}, {""}} {
 		got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", GatewayMCPServers: servers})
@@ -304,7 +284,7 @@ func TestMalformedInputDenies(t *testing.T) {
 			}
 		})
 	}
-	if n := len(g.audit.all()); n != 0 {
+	if n := len(g.audit.Records()); n != 0 {
 		t.Errorf("bad input reached the gateway %d times", n)
 	}
 }
@@ -315,7 +295,7 @@ func TestPostToolUseExitsZeroWithoutAskingTheGateway(t *testing.T) {
 	if got.code != 0 || got.stderr != "" {
 		t.Fatalf("PostToolUse: exit %d stderr %q", got.code, got.stderr)
 	}
-	if n := len(g.audit.all()); n != 0 {
+	if n := len(g.audit.Records()); n != 0 {
 		t.Errorf("PostToolUse reached the gateway %d times; it would count against budgets", n)
 	}
 }

@@ -45,7 +45,7 @@ func TestBeforeTheFirstConfigurationEveryCallIsDeniedAndTheGatewayIsNotReady(t *
 	if !reflect.DeepEqual(st, gateway.ConfigStatus{}) {
 		t.Errorf("config status %+v before any configuration", st)
 	}
-	recs := e.audit.all()
+	recs := e.audit.Records()
 	if len(recs) != 3 {
 		t.Fatalf("got %d audit records, want one per call", len(recs))
 	}
@@ -104,7 +104,7 @@ func TestAPushPutsPoliciesInForce(t *testing.T) {
 	if d := e.decide("runtime_tool", `{"path":"src/main.go"}`); !d.Allowed || d.Denial != nil {
 		t.Errorf("decision on a tool the runtime runs itself: %+v", d)
 	}
-	if n := len(e.audit.all()); n != 9 {
+	if n := len(e.audit.Records()); n != 9 {
 		t.Errorf("got %d audit records for 9 calls", n)
 	}
 }
@@ -296,7 +296,7 @@ func TestBadRequestsGetAClearJSONError(t *testing.T) {
 			}
 		})
 	}
-	if n := len(e.audit.all()); n != 0 {
+	if n := len(e.audit.Records()); n != 0 {
 		t.Errorf("rejected requests left %d audit records", n)
 	}
 }
@@ -323,7 +323,7 @@ func TestArgumentsThatAreNotOneObjectAreDeniedAndAudited(t *testing.T) {
 	if r := e.call("read_file", `"{\"path\":\"config/.env\"}"`); r.Status != "denied" {
 		t.Errorf("string-encoded forbidden arguments: %+v", r)
 	}
-	if n := len(e.audit.all()); n != 9 {
+	if n := len(e.audit.Records()); n != 9 {
 		t.Errorf("got %d audit records for 9 calls", n)
 	}
 }

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,32 +22,13 @@ import (
 
 const testToken = "0123456789abcdef-test-token"
 
-// records collects audit records.
-type records struct {
-	mu   sync.Mutex
-	list []audit.Record
-}
-
-func (r *records) Emit(_ context.Context, rec audit.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.list = append(r.list, rec)
-	return nil
-}
-
-func (r *records) all() []audit.Record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]audit.Record(nil), r.list...)
-}
-
 // env is a gateway under test behind a real HTTP server on loopback.
 type env struct {
 	t     *testing.T
 	ws    string
 	srv   *gateway.Server
 	http  *httptest.Server
-	audit *records
+	audit *audit.Memory
 }
 
 func newEnv(t *testing.T, mutate func(*gateway.Options)) *env {
@@ -72,7 +51,7 @@ func newEnv(t *testing.T, mutate func(*gateway.Options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ws: ws, audit: &records{}}
+	e := &env{t: t, ws: ws, audit: &audit.Memory{}}
 	opts := gateway.Options{Workspace: ws, Audit: e.audit, Authenticator: tok, Logger: discardLogger()}
 	if mutate != nil {
 		mutate(&opts)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,27 +45,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// records collects audit records.
-type records struct {
-	mu   sync.Mutex
-	list []audit.Record
-}
-
-func (r *records) Emit(_ context.Context, rec audit.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.list = append(r.list, rec)
-	return nil
-}
-
-func (r *records) last(t *testing.T) audit.Record {
+// lastRecord returns the newest record m holds, failing without one.
+func lastRecord(t *testing.T, m *audit.Memory) audit.Record {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.list) == 0 {
+	recs := m.Records()
+	if len(recs) == 0 {
 		t.Fatal("no audit record")
 	}
-	return r.list[len(r.list)-1]
+	return recs[len(recs)-1]
 }
 
 // env is a gateway with its MCP endpoint behind a real HTTP server on loopback.
@@ -75,7 +61,7 @@ type env struct {
 	ws    string
 	srv   *gateway.Server
 	url   string
-	audit *records
+	audit *audit.Memory
 }
 
 type envOptions struct {
@@ -109,7 +95,7 @@ func newEnvIn(t *testing.T, ws string, o envOptions) *env {
 			t.Fatal(err)
 		}
 	}
-	e := &env{t: t, ws: ws, audit: &records{}}
+	e := &env{t: t, ws: ws, audit: &audit.Memory{}}
 	opts := gateway.Options{Workspace: ws, Audit: e.audit, Logger: discard(), ToolTimeout: o.toolTimeout}
 	var ups *mcpgate.Upstreams
 	if o.upstreams != nil {

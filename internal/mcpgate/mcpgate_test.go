@@ -72,7 +72,7 @@ func TestListAllowedAndDeniedCalls(t *testing.T) {
 	if res.IsError || text(res) != "# project\n" {
 		t.Fatalf("allowed read: isError=%v text=%q", res.IsError, text(res))
 	}
-	rec := e.audit.last(t)
+	rec := lastRecord(t, e.audit)
 	if rec.Outcome != hooks.StatusSucceeded || rec.SessionID != cs.ID() || rec.SessionID == "" ||
 		rec.ChannelID != mcpgate.ChannelID || rec.SenderID != "alice" {
 		t.Fatalf("audit record of the allowed call: %+v (MCP session %q)", rec, cs.ID())
@@ -90,7 +90,7 @@ func TestListAllowedAndDeniedCalls(t *testing.T) {
 	if _, ok := res.Meta[mcpgate.MetaDenial]; !ok {
 		t.Fatalf("_meta lacks %s: %v", mcpgate.MetaDenial, res.Meta)
 	}
-	if rec := e.audit.last(t); rec.Outcome != hooks.StatusDenied || rec.Denial.Rule != autonomy.RuleForbiddenPaths {
+	if rec := lastRecord(t, e.audit); rec.Outcome != hooks.StatusDenied || rec.Denial.Rule != autonomy.RuleForbiddenPaths {
 		t.Fatalf("audit record of the denied call: %+v", rec)
 	}
 
@@ -182,7 +182,7 @@ func TestAnonymousOnlyWhenAllowed(t *testing.T) {
 	if res := call(t, cs, "list_dir", `{}`); res.IsError {
 		t.Fatalf("anonymous call: %s", text(res))
 	}
-	if rec := e.audit.last(t); rec.SenderID != mcpgate.AnonymousSender {
+	if rec := lastRecord(t, e.audit); rec.SenderID != mcpgate.AnonymousSender {
 		t.Fatalf("anonymous sender = %q", rec.SenderID)
 	}
 	// A token, when given, must still be valid: no downgrade to anonymous.
@@ -191,7 +191,7 @@ func TestAnonymousOnlyWhenAllowed(t *testing.T) {
 	}
 	alice := connect(t, e.url, aliceToken)
 	call(t, alice, "list_dir", `{}`)
-	if rec := e.audit.last(t); rec.SenderID != "alice" {
+	if rec := lastRecord(t, e.audit); rec.SenderID != "alice" {
 		t.Fatalf("sender with a token = %q", rec.SenderID)
 	}
 	// Anonymous without any authenticator: tokens are refused.
@@ -291,7 +291,7 @@ func TestHTTPUpstream(t *testing.T) {
 	if sc, _ := res.StructuredContent.(map[string]any); sc["echoed"] != "hi" {
 		t.Fatalf("the upstream's structured content was not passed through: %v", res.StructuredContent)
 	}
-	if rec := e.audit.last(t); rec.Tool != "up_echo" || rec.Outcome != hooks.StatusSucceeded || rec.SenderID != "alice" {
+	if rec := lastRecord(t, e.audit); rec.Tool != "up_echo" || rec.Outcome != hooks.StatusSucceeded || rec.SenderID != "alice" {
 		t.Fatalf("audit: %+v", rec)
 	}
 
@@ -331,7 +331,7 @@ func TestHTTPUpstream(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("the call with the upstream down took %v", took)
 	}
-	if rec := e.audit.last(t); rec.Outcome != hooks.StatusFailed {
+	if rec := lastRecord(t, e.audit); rec.Outcome != hooks.StatusFailed {
 		t.Fatalf("audit outcome with the upstream down: %s", rec.Outcome)
 	}
 }
@@ -419,7 +419,7 @@ func TestHangingUpstreamTimesOut(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("the call took %v with a 500ms tool timeout", took)
 	}
-	if rec := e.audit.last(t); rec.Outcome != hooks.StatusTimedOut {
+	if rec := lastRecord(t, e.audit); rec.Outcome != hooks.StatusTimedOut {
 		t.Fatalf("audit outcome %s", rec.Outcome)
 	}
 	// The connection still works for the next call.

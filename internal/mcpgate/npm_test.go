@@ -130,7 +130,7 @@ spec:
 	if _, err := os.Stat(filepath.Join(ws, "new.txt")); !os.IsNotExist(err) {
 		t.Errorf("the denied write happened: %v", err)
 	}
-	if rec := e.audit.last(t); rec.SessionID != got.SessionID || rec.SenderID != "alice" || rec.ChannelID != mcpgate.ChannelID {
+	if rec := lastRecord(t, e.audit); rec.SessionID != got.SessionID || rec.SenderID != "alice" || rec.ChannelID != mcpgate.ChannelID {
 		t.Errorf("audit record %+v, client session %q", rec, got.SessionID)
 	}
 }

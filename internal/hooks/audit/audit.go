@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -59,6 +60,29 @@ type SinkFunc func(ctx context.Context, r Record) error
 
 // Emit calls f.
 func (f SinkFunc) Emit(ctx context.Context, r Record) error { return f(ctx, r) }
+
+// Memory is a Sink keeping every record in memory, for tests and for
+// programs embedding the executor that inspect their own calls. The zero
+// Memory is ready; it is safe for concurrent use.
+type Memory struct {
+	mu   sync.Mutex
+	recs []Record
+}
+
+// Emit appends r.
+func (m *Memory) Emit(_ context.Context, r Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs = append(m.recs, r)
+	return nil
+}
+
+// Records returns a copy of the records so far, oldest first.
+func (m *Memory) Records() []Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Record(nil), m.recs...)
+}
 
 // SlogSink writes each record as one log/slog record at level Info with
 // message Message and lowerCamel keys: tool, sessionId, channelId, senderId,

@@ -329,3 +329,20 @@ func TestAuditLogConcurrentCallsEachLeaveOneRecord(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryKeepsEveryRecordAndHandsOutCopies(t *testing.T) {
+	var m audit.Memory
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() { _ = m.Emit(context.Background(), audit.Record{Tool: fmt.Sprint(i)}) })
+	}
+	wg.Wait()
+	recs := m.Records()
+	if len(recs) != 50 {
+		t.Fatalf("%d records, want 50", len(recs))
+	}
+	recs[0].Tool = "changed"
+	if m.Records()[0].Tool == "changed" {
+		t.Error("Records returned the memory's own slice, not a copy")
+	}
+}
