@@ -15,7 +15,6 @@
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
-STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/toolhooks/cluster"
 BINS="${CACHE_ROOT}/${K8S_VERSION}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -25,6 +24,8 @@ UPDATE_LOCK=0
 COMPONENTS=(kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 log() { printf '[setup-cluster-bins %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=hack/lib/k8s-source.sh
+source "${HERE}/lib/k8s-source.sh"
 
 have() {
   local c
@@ -53,24 +54,7 @@ if [[ ! -x "${BINS}/kube-node" || $UPDATE_LOCK == 1 ]]; then
   export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0
   mod="${WORK}/kubernetes"
   mkdir -p "${mod}"
-  log "resolving k8s.io/kubernetes@${K8S_VERSION} from the module proxy"
-  gomod="$(cd "${mod}" && go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
-  [[ -f "${gomod}" ]] || { log "could not download the go.mod of k8s.io/kubernetes@${K8S_VERSION}"; exit 1; }
-  # Same replace block as hack/setup-envtest.sh: every staging module of
-  # kubernetes' own go.mod is pinned to the published tag.
-  staging="$(awk '/^replace \(/{r=1;next} r&&/^\)/{r=0} r&&/=> \.\/staging\/src\//{print $1}' "${gomod}" | sort -u)"
-  [[ -n "${staging}" ]] || { log "no staging modules found in ${gomod}"; exit 1; }
-  {
-    echo "module toolhooks.dev/cluster-kubernetes"
-    echo
-    echo "go 1.26"
-    echo
-    echo "require k8s.io/kubernetes ${K8S_VERSION}"
-    echo
-    echo "replace ("
-    while read -r m; do echo "	${m} => ${m} ${STAGING_VERSION}"; done <<<"${staging}"
-    echo ")"
-  } >"${mod}/go.mod"
+  k8s_write_gomod "${mod}" toolhooks.dev/cluster-kubernetes "${K8S_VERSION}"
   # The blank imports are those of the components' own main packages.
   cat >"${mod}/main.go" <<'GO'
 // Command kube-node runs the Kubernetes component named by argv[0].
@@ -112,20 +96,9 @@ func main() {
 	os.Exit(cli.Run(cmd))
 }
 GO
-  [[ -f "${LOCK}" && $UPDATE_LOCK == 0 ]] && cp "${LOCK}" "${mod}/go.sum"
   log "go mod tidy for ${COMPONENTS[*]}"
-  (cd "${mod}" && go mod tidy)
-  if [[ $UPDATE_LOCK == 1 || ! -f "${LOCK}" ]]; then
-    mkdir -p "$(dirname "${LOCK}")"
-    cp "${mod}/go.sum" "${LOCK}"
-    log "wrote lock ${LOCK}"
-  elif ! diff -q <(sort -u "${mod}/go.sum") <(sort -u "${LOCK}") >/dev/null; then
-    log "go.sum differs from the lock hack/cluster/kubernetes.go.sum;"
-    log "run hack/setup-cluster-bins.sh --update-lock if the versions changed on purpose"
-    diff <(sort -u "${LOCK}") <(sort -u "${mod}/go.sum") >&2 || true
-    exit 1
-  fi
-  ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${K8S_VERSION} -X k8s.io/client-go/pkg/version.gitVersion=${K8S_VERSION}"
+  k8s_tidy_locked "${mod}" "${LOCK}" "${UPDATE_LOCK}" hack/setup-cluster-bins.sh
+  ldflags="$(k8s_ldflags "${K8S_VERSION}")"
   log "building ${COMPONENTS[*]} ${K8S_VERSION} as one multi-call binary (about 10 CPU-minutes the first time; shares the kube-apiserver build cache)"
   (cd "${mod}" && go build -trimpath -ldflags "${ldflags}" -o "${BINS}/kube-node.tmp" .)
   mv "${BINS}/kube-node.tmp" "${BINS}/kube-node"

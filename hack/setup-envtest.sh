@@ -10,7 +10,6 @@ set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
-STAGING_VERSION="v0.${K8S_VERSION#v1.}"
 CACHE_ROOT="${XDG_CACHE_HOME:-$HOME/.cache}/toolhooks/envtest"
 ASSETS="${CACHE_ROOT}/${K8S_VERSION}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,6 +18,8 @@ UPDATE_LOCK=0
 [[ "${1:-}" == "--update-lock" ]] && UPDATE_LOCK=1
 
 log() { printf '[setup-envtest %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# shellcheck source=hack/lib/k8s-source.sh
+source "${HERE}/lib/k8s-source.sh"
 
 have() {
   [[ -x "${ASSETS}/kube-apiserver" && -x "${ASSETS}/etcd" && -x "${ASSETS}/kubectl" ]]
@@ -36,49 +37,10 @@ WORK="$(mktemp -d "${CACHE_ROOT}/build.XXXXXX")"
 trap 'rm -rf "${WORK}"' EXIT
 export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0
 
-# lock_or_check copies the locked go.sum into a throwaway module before tidy,
-# then fails if tidy had to add a checksum the lock does not hold.
-lock_prepare() { # dir lockname
-  if [[ -f "${LOCKS}/$2" && $UPDATE_LOCK == 0 ]]; then cp "${LOCKS}/$2" "$1/go.sum"; fi
-}
-lock_check() { # dir lockname
-  if [[ $UPDATE_LOCK == 1 || ! -f "${LOCKS}/$2" ]]; then
-    cp "$1/go.sum" "${LOCKS}/$2"
-    log "wrote lock ${LOCKS}/$2"
-    return
-  fi
-  if ! diff -q <(sort -u "$1/go.sum") <(sort -u "${LOCKS}/$2") >/dev/null; then
-    log "go.sum of the $2 build differs from the lock hack/envtest/$2;"
-    log "run hack/setup-envtest.sh --update-lock if the versions changed on purpose"
-    diff <(sort -u "${LOCKS}/$2") <(sort -u "$1/go.sum") >&2 || true
-    exit 1
-  fi
-}
-
 build_kubernetes() {
   local mod="${WORK}/kubernetes"
   mkdir -p "${mod}"
-  log "resolving k8s.io/kubernetes@${K8S_VERSION} from the module proxy"
-  local gomod
-  gomod="$(cd "${mod}" && go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')"
-  [[ -f "${gomod}" ]] || { log "could not download the go.mod of k8s.io/kubernetes@${K8S_VERSION}"; exit 1; }
-  # Every staging module named in the replace block of kubernetes' own go.mod
-  # (k8s.io/foo => ./staging/src/k8s.io/foo) is pinned to the published tag.
-  local staging
-  staging="$(awk '/^replace \(/{r=1;next} r&&/^\)/{r=0} r&&/=> \.\/staging\/src\//{print $1}' "${gomod}" | sort -u)"
-  [[ -n "${staging}" ]] || { log "no staging modules found in ${gomod}"; exit 1; }
-  log "pinning $(wc -l <<<"${staging}") staging modules to ${STAGING_VERSION}"
-  {
-    echo "module toolhooks.dev/envtest-kubernetes"
-    echo
-    echo "go 1.26"
-    echo
-    echo "require k8s.io/kubernetes ${K8S_VERSION}"
-    echo
-    echo "replace ("
-    while read -r m; do echo "	${m} => ${m} ${STAGING_VERSION}"; done <<<"${staging}"
-    echo ")"
-  } >"${mod}/go.mod"
+  k8s_write_gomod "${mod}" toolhooks.dev/envtest-kubernetes "${K8S_VERSION}"
   cat >"${mod}/tools.go" <<'GO'
 //go:build tools
 
@@ -89,11 +51,10 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )
 GO
-  lock_prepare "${mod}" kubernetes.go.sum
   log "go mod tidy for kube-apiserver and kubectl (downloads a few hundred modules the first time)"
-  (cd "${mod}" && go mod tidy)
-  lock_check "${mod}" kubernetes.go.sum
-  local ldflags="-s -w -X k8s.io/component-base/version.gitVersion=${K8S_VERSION} -X k8s.io/client-go/pkg/version.gitVersion=${K8S_VERSION}"
+  k8s_tidy_locked "${mod}" "${LOCKS}/kubernetes.go.sum" "${UPDATE_LOCK}" hack/setup-envtest.sh
+  local ldflags
+  ldflags="$(k8s_ldflags "${K8S_VERSION}")"
   if [[ ! -x "${ASSETS}/kube-apiserver" || $UPDATE_LOCK == 1 ]]; then
     log "building kube-apiserver ${K8S_VERSION} (about 10 minutes on 2 cores the first time)"
     (cd "${mod}" && go build -trimpath -ldflags "${ldflags}" -o "${ASSETS}/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
@@ -129,10 +90,8 @@ import (
 
 func main() { etcdmain.Main(os.Args) }
 GO
-  lock_prepare "${mod}" etcd.go.sum
   log "go mod tidy for etcd ${ETCD_VERSION}"
-  (cd "${mod}" && go mod tidy)
-  lock_check "${mod}" etcd.go.sum
+  k8s_tidy_locked "${mod}" "${LOCKS}/etcd.go.sum" "${UPDATE_LOCK}" hack/setup-envtest.sh
   log "building etcd ${ETCD_VERSION} (about 1 minute)"
   (cd "${mod}" && go build -trimpath -ldflags "-s -w" -o "${ASSETS}/etcd.tmp" .)
   mv "${ASSETS}/etcd.tmp" "${ASSETS}/etcd"
