@@ -241,7 +241,19 @@ func (u *upstream) call(ctx context.Context, remote string, args json.RawMessage
 	if err != nil {
 		return nil, err
 	}
-	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: remote, Arguments: args})
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel) // the caller's cancellation and deadline end the call in flight
+	res, err := sess.CallTool(callCtx, &mcp.CallToolParams{Name: remote, Arguments: args})
+	if stop() {
+		// The call ended first. The caller's context ends as soon as it has
+		// the result, while go-sdk is still reading the rest of the
+		// upstream's response stream (an SSE stream ends after the
+		// response event) to reuse the connection: ending the request's
+		// context then would abort that read and close the connection, and
+		// the next call would dial a new one. So the request's context ends
+		// a little later.
+		time.AfterFunc(streamDrainGrace, cancel)
+	}
 	if err != nil {
 		var rpcErr *jsonrpc.Error
 		if ctx.Err() == nil && !errors.As(err, &rpcErr) {
@@ -251,6 +263,10 @@ func (u *upstream) call(ctx context.Context, remote string, args json.RawMessage
 	}
 	return res, nil
 }
+
+// streamDrainGrace is how long an upstream call's HTTP request may still
+// read its response stream after the call has its result.
+const streamDrainGrace = time.Second
 
 // upstreamTool runs one upstream tool for the executor.
 type upstreamTool struct {

@@ -12,10 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// TestHTTPUpstreamReusesConnections makes rounds of 64 concurrent calls to
-// an HTTP upstream: the gateway keeps its connections to the upstream alive
-// between rounds instead of dialling a new one for most calls (as
-// http.DefaultTransport, which keeps 2 idle connections per host, did).
+// TestHTTPUpstreamReusesConnections makes sequential calls, then rounds of
+// 64 concurrent calls to an HTTP upstream (go-sdk, which answers each call
+// with an SSE stream): the gateway reuses its connections to the upstream
+// instead of dialling new ones, neither aborting the rest of a response
+// stream when the call has its result (which closed the connection) nor
+// keeping only 2 idle connections (http.DefaultTransport's limit).
 func TestHTTPUpstreamReusesConnections(t *testing.T) {
 	srv, calls := newUpstreamServer()
 	var dialled atomic.Int64
@@ -30,10 +32,19 @@ func TestHTTPUpstreamReusesConnections(t *testing.T) {
 	e := newEnv(t, envOptions{upstreams: upstreamConfig(up.URL)})
 	e.apply(codingPolicy)
 
-	const concurrent, rounds = 64, 5
+	const sequential, concurrent, rounds = 200, 64, 5
 	sessions := make([]*mcp.ClientSession, concurrent)
 	for i := range sessions {
 		sessions[i] = connect(t, e.url, aliceToken)
+	}
+	before := dialled.Load()
+	for range sequential {
+		if res := call(t, sessions[0], "up_echo", `{"text":"hi"}`); res.IsError {
+			t.Fatalf("up_echo: %s", text(res))
+		}
+	}
+	if n := dialled.Load() - before; n > 1 {
+		t.Errorf("the gateway opened %d connections to the upstream for %d sequential calls; want at most 1", n, sequential)
 	}
 	for range rounds {
 		var wg sync.WaitGroup
@@ -49,8 +60,8 @@ func TestHTTPUpstreamReusesConnections(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	if got := calls.Load(); got != concurrent*rounds {
-		t.Fatalf("the upstream got %d calls, want %d", got, concurrent*rounds)
+	if got := calls.Load(); got != sequential+concurrent*rounds {
+		t.Fatalf("the upstream got %d calls, want %d", got, sequential+concurrent*rounds)
 	}
 	// At most one connection per call in flight, plus the session's own
 	// (initialisation, the standalone SSE stream); rounds after the first

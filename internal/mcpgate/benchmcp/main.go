@@ -25,7 +25,14 @@
 // For each run it reports p50, p99 and max latency, the CPU time the gateway
 // and the upstream processes used per call (utime+stime of /proc/PID/stat,
 // 10 ms ticks, so a few percent over a run of several seconds), and the
-// 1-minute load average at the end. added is gated minus direct.
+// 1-minute load average at the end. added is gated minus direct. For the
+// gateway it also reports, per call, its mean wall time in the hook chain
+// (toolhooks_decision_duration_seconds{api="mcp"}), the context switches of
+// its threads (/proc/PID/task/*/status), the bytes it allocated
+// (go_memstats_alloc_bytes_total) and its collections, and its resident
+// memory at the end: these depend far less on other load on the machine
+// than the times do. -gated-only skips the direct runs and prints the
+// gateway's PID, to profile it (perf record -g -p PID).
 //
 // Before measuring, benchmcp checks that the gated path works: the echo
 // comes back through the gateway and a call naming a forbidden path (.env)
@@ -173,8 +180,13 @@ type result struct {
 	// gateway, per call: context switches of all its threads, bytes
 	// allocated (go_memstats_alloc_bytes_total) and GC cycles per 1000 calls.
 	gatewaySwitches, gatewayAllocKB, gatewayGCs float64
-	load                                        string
-	firstErr                                    error
+	// hookUS is the gateway's mean wall time per call in the hook chain
+	// (before and after phases, toolhooks_decision_duration_seconds{api="mcp"}).
+	hookUS float64
+	// gatewayRSSMB is the gateway's resident memory at the end of the run.
+	gatewayRSSMB float64
+	load         string
+	firstErr     error
 }
 
 // row is one shape measured direct and gated.
@@ -280,6 +292,7 @@ func measure(ctx context.Context, t target, s shape, d time.Duration, gw, up *pr
 		lat, res = closedLoop(ctx, t, s.inflight, d)
 	}
 	res.load = loadAvg()
+	res.gatewayRSSMB = gw.rssMB()
 	if n := time.Duration(len(lat)); n > 0 {
 		res.gatewayCPU = (gw.cpu() - cpu0[0]) / n
 		res.upstreamCPU = (up.cpu() - cpu0[1]) / n
@@ -287,6 +300,9 @@ func measure(ctx context.Context, t target, s shape, d time.Duration, gw, up *pr
 		mem1 := gw.memStats(ctx)
 		res.gatewayAllocKB = (mem1.allocBytes - mem0.allocBytes) / 1024 / float64(n)
 		res.gatewayGCs = (mem1.gcs - mem0.gcs) * 1000 / float64(n)
+		if c := mem1.hookCalls - mem0.hookCalls; c > 0 {
+			res.hookUS = (mem1.hookSeconds - mem0.hookSeconds) / c * 1e6
+		}
 		slices.Sort(lat)
 		res.p50 = lat[(len(lat)-1)/2]
 		res.p99 = lat[(len(lat)-1)*99/100]
@@ -434,7 +450,8 @@ func checkGated(ctx context.Context, cs *mcp.ClientSession) error {
 func printRow(w io.Writer, rows []row, r row) {
 	if len(rows) == 1 {
 		_, _ = fmt.Fprintln(w, "| shape | calls d/g | direct p50/p99/max ms | gated p50/p99/max ms | added p50/p99/max ms "+
-			"| gateway CPU us/call | gateway switches/call, KB/call, GCs/1000 calls | upstream CPU us/call d/g | load d/g |")
+			"| gateway CPU us/call (hook chain wall us/call) | gateway switches/call, KB/call, GCs/1000 calls, RSS MB "+
+			"| upstream CPU us/call d/g | load d/g |")
 		_, _ = fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	}
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
@@ -446,12 +463,12 @@ func printRow(w io.Writer, rows []row, r row) {
 		return strconv.Itoa(r.calls)
 	}
 	us := func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
-	_, _ = fmt.Fprintf(w, "| %s | %s/%s | %s/%s/%s | %s/%s/%s | %s/%s/%s | %s | %.1f, %.0f, %.1f | %s/%s | %s/%s |\n", r.shape,
+	_, _ = fmt.Fprintf(w, "| %s | %s/%s | %s/%s/%s | %s/%s/%s | %s/%s/%s | %s (%.0f) | %.1f, %.0f, %.1f, %.0f | %s/%s | %s/%s |\n", r.shape,
 		calls(r.direct), calls(r.gated),
 		ms(r.direct.p50), ms(r.direct.p99), ms(r.direct.max),
 		ms(r.gated.p50), ms(r.gated.p99), ms(r.gated.max),
 		sms(r.gated.p50-r.direct.p50), sms(r.gated.p99-r.direct.p99), sms(r.gated.max-r.direct.max),
-		us(r.gated.gatewayCPU), r.gated.gatewaySwitches, r.gated.gatewayAllocKB, r.gated.gatewayGCs,
+		us(r.gated.gatewayCPU), r.gated.hookUS, r.gated.gatewaySwitches, r.gated.gatewayAllocKB, r.gated.gatewayGCs, r.gated.gatewayRSSMB,
 		us(r.direct.upstreamCPU), us(r.gated.upstreamCPU), r.direct.load, r.gated.load)
 }
 
@@ -499,8 +516,26 @@ func (p *proc) switches() int64 {
 	return n
 }
 
+// rssMB is the process's resident memory in MB (0 for nil).
+func (p *proc) rssMB() float64 {
+	if p == nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
 // memStats are the Go runtime's counters the gateway exports.
-type memStats struct{ allocBytes, gcs float64 }
+type memStats struct{ allocBytes, gcs, hookSeconds, hookCalls float64 }
 
 // memStats reads the gateway's allocation and GC counters from /metrics.
 func (p *proc) memStats(ctx context.Context) memStats {
@@ -528,6 +563,10 @@ func (p *proc) memStats(ctx context.Context) memStats {
 			m.allocBytes, _ = strconv.ParseFloat(val, 64)
 		case "go_gc_duration_seconds_count":
 			m.gcs, _ = strconv.ParseFloat(val, 64)
+		case `toolhooks_decision_duration_seconds_sum{api="mcp"}`:
+			m.hookSeconds, _ = strconv.ParseFloat(val, 64)
+		case `toolhooks_decision_duration_seconds_count{api="mcp"}`:
+			m.hookCalls, _ = strconv.ParseFloat(val, 64)
 		}
 	}
 	return m
@@ -675,9 +714,9 @@ func startGateway(ctx context.Context, o options, tmp, upstreamURL string) (*pro
 		return nil, err
 	}
 	p := &proc{name: "gateway", url: "http://" + addr + "/mcp", metrics: "http://" + addr + "/metrics"}
-	p.cmd = exec.Command(o.gateway, //nolint:gosec // the binary to measure
-		"--workspace", ws, "--policies", pol, "--listen", addr, "--mcp",
+	p.cmd = exec.Command(o.gateway, "--workspace", ws, "--policies", pol, "--listen", addr, "--mcp", //nolint:gosec // the binary to measure
 		"--mcp-tokens-file", filepath.Join(tmp, "tokens.yaml"), "--mcp-upstreams", filepath.Join(tmp, "upstreams.yaml"))
+	p.cmd.Env = append(os.Environ(), o.gatewayEnv...)
 	audit, err := os.OpenFile(o.audit, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
@@ -690,7 +729,6 @@ func startGateway(ctx context.Context, o options, tmp, upstreamURL string) (*pro
 	}
 	defer func() { _ = logf.Close() }()
 	p.cmd.Stdout, p.cmd.Stderr = audit, logf
-	p.cmd.Env = append(os.Environ(), o.gatewayEnv...)
 	if err := p.start(); err != nil {
 		return nil, err
 	}
