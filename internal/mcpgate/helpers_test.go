@@ -222,6 +222,10 @@ func denialOf(t testing.TB, res *mcp.CallToolResult) *gateway.Denial {
 	return sc.Denial
 }
 
+// hangsCancelled counts the calls of the hang tool whose context the upstream
+// server cancelled (the caller cancelled the call in flight).
+var hangsCancelled atomic.Int64
+
 // newUpstreamServer is a small upstream MCP server: echo (returns its text
 // argument), where (returns its "where" argument, a path the gateway's
 // upstream config declares), fail (a tool error) and crash (exits the
@@ -262,6 +266,7 @@ func newUpstreamServer() (*mcp.Server, *atomic.Int64) {
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			calls.Add(1)
 			<-ctx.Done()
+			hangsCancelled.Add(1)
 			return nil, ctx.Err()
 		})
 	srv.AddTool(&mcp.Tool{Name: "crash", Description: "Exit the server process.", InputSchema: schema()},
