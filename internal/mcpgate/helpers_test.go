@@ -159,15 +159,23 @@ func compileYAML(t testing.TB, ws, docs string) *gatewayconfig.Config {
 	return cfg
 }
 
-// bearerTransport adds a bearer token to every request.
-type bearerTransport struct{ token string }
+// bearerTransport adds a bearer token (when set) to every request, over
+// next (http.DefaultTransport when nil).
+type bearerTransport struct {
+	token string
+	next  http.RoundTripper
+}
 
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
+	next := b.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
 	if b.token != "" {
+		r = r.Clone(r.Context())
 		r.Header.Set("Authorization", "Bearer "+b.token)
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return next.RoundTrip(r)
 }
 
 // connect opens an MCP client session to url with token ("" for none).

@@ -292,16 +292,17 @@ func (t *upstreamTool) Execute(ctx context.Context, args map[string]any) (string
 		return "", err
 	}
 	slotFrom(ctx).set(res, nil)
-	text := resultText(res)
+	text := ResultText(res)
 	if res.IsError && !strings.HasPrefix(text, "Error") {
 		text = "Error: " + text
 	}
 	return text, nil
 }
 
-// resultText is the text an agent reads from a result: its text contents,
-// one per line, and a placeholder for other contents.
-func resultText(res *mcp.CallToolResult) string {
+// ResultText is the text an agent reads from a result: its text contents,
+// one per line, and a placeholder for other contents (the structured
+// content's JSON when there are no contents).
+func ResultText(res *mcp.CallToolResult) string {
 	var b strings.Builder
 	for i, c := range res.Content {
 		if i > 0 {

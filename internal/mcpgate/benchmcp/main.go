@@ -62,6 +62,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolhooks/toolhooks/internal/mcpgate"
 )
 
 const (
@@ -338,7 +340,7 @@ func callOnce(ctx context.Context, cs *mcp.ClientSession, params *mcp.CallToolPa
 		return err
 	}
 	if res.IsError {
-		return fmt.Errorf("tool error: %s", text(res))
+		return fmt.Errorf("tool error: %s", mcpgate.ResultText(res))
 	}
 	return nil
 }
@@ -416,16 +418,6 @@ func cmpErr(first, err error) error {
 	return err
 }
 
-func text(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // checkGated checks that the gateway passes an allowed call through and
 // denies a call on a forbidden path with its structured denial.
 func checkGated(ctx context.Context, cs *mcp.ClientSession) error {
@@ -433,15 +425,16 @@ func checkGated(ctx context.Context, cs *mcp.ClientSession) error {
 	if err != nil {
 		return fmt.Errorf("check: gated echo: %w", err)
 	}
-	if res.IsError || text(res) != "echo: hello" {
-		return fmt.Errorf("check: gated echo answered %q (isError %v), want %q", text(res), res.IsError, "echo: hello")
+	if res.IsError || mcpgate.ResultText(res) != "echo: hello" {
+		return fmt.Errorf("check: gated echo answered %q (isError %v), want %q", mcpgate.ResultText(res), res.IsError, "echo: hello")
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: gatedTool, Arguments: map[string]any{"text": "x", "path": "config/.env"}})
 	if err != nil {
 		return fmt.Errorf("check: gated echo of config/.env: %w", err)
 	}
 	if d, _ := res.Meta["toolhooks.dev/denial"].(map[string]any); !res.IsError || d["hook"] == nil {
-		return fmt.Errorf("check: gated echo of config/.env was not denied with a structured denial: %q, _meta %v", text(res), res.Meta)
+		return fmt.Errorf("check: gated echo of config/.env was not denied with a structured denial: %q, _meta %v",
+			mcpgate.ResultText(res), res.Meta)
 	}
 	return nil
 }
