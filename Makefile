@@ -125,6 +125,10 @@ bench: ## Run benchmarks with -benchmem (BENCH=regexp BENCH_PKGS=./internal/...)
 bench-decisions: ## Load-test POST /v1/decisions with wrk on the built-in chain (CONNS, DURATION, THREADS, GATEWAY_ENV).
 	hack/bench-decisions.sh
 
+.PHONY: bench-mcp
+bench-mcp: ## Measure the gateway's MCP overhead, direct vs gated, in separate processes (RATES, INFLIGHT, DURATION, BENCH_LOCK).
+	hack/bench-mcp.sh
+
 .PHONY: callgrind-decisions
 callgrind-decisions: ## Count instructions per decision with valgrind's callgrind (repeatable under load).
 	hack/callgrind-decisions.sh

@@ -34,7 +34,9 @@ const benchSessions = 64
 // sessions (latency without queueing); inflight=64 has every session call at
 // once (on a small machine, latency is then mostly queueing for the CPU, and
 // ns/op is the CPU cost per call). Allocations cover the whole process
-// (client, gateway and upstream).
+// (client, gateway and upstream), and the three share one scheduler and
+// garbage collector, which distorts the overhead: internal/mcpgate/benchmcp
+// (make bench-mcp) measures it with each in its own process.
 func BenchmarkToolsCall(b *testing.B) {
 	up, _ := httpUpstream(b)
 	reg := gateway.NewRegistry()
@@ -124,7 +126,7 @@ func benchCalls(b *testing.B, url, token, tool string, args json.RawMessage, inf
 	for i := range sessions {
 		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "v1"}, nil)
 		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url,
-			HTTPClient: &http.Client{Transport: authTransport{token: token, next: transport}}, DisableStandaloneSSE: true}, nil)
+			HTTPClient: &http.Client{Transport: bearerTransport{token: token, next: transport}}, DisableStandaloneSSE: true}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -172,18 +174,4 @@ func benchCalls(b *testing.B, url, token, tool string, args json.RawMessage, inf
 	pct := func(p float64) float64 { return float64(all[int(p*float64(len(all)-1))].Microseconds()) }
 	b.ReportMetric(pct(0.50), "p50-us")
 	b.ReportMetric(pct(0.99), "p99-us")
-}
-
-// authTransport adds a bearer token (when set) over a shared transport.
-type authTransport struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (a authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if a.token != "" {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+a.token)
-	}
-	return a.next.RoundTrip(r)
 }

@@ -159,15 +159,23 @@ func compileYAML(t testing.TB, ws, docs string) *gatewayconfig.Config {
 	return cfg
 }
 
-// bearerTransport adds a bearer token to every request.
-type bearerTransport struct{ token string }
+// bearerTransport adds a bearer token (when set) to every request, over
+// next (http.DefaultTransport when nil).
+type bearerTransport struct {
+	token string
+	next  http.RoundTripper
+}
 
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
+	next := b.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
 	if b.token != "" {
+		r = r.Clone(r.Context())
 		r.Header.Set("Authorization", "Bearer "+b.token)
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return next.RoundTrip(r)
 }
 
 // connect opens an MCP client session to url with token ("" for none).
@@ -222,6 +230,10 @@ func denialOf(t testing.TB, res *mcp.CallToolResult) *gateway.Denial {
 	return sc.Denial
 }
 
+// hangsCancelled counts the calls of the hang tool whose context the upstream
+// server cancelled (the caller cancelled the call in flight).
+var hangsCancelled atomic.Int64
+
 // newUpstreamServer is a small upstream MCP server: echo (returns its text
 // argument), where (returns its "where" argument, a path the gateway's
 // upstream config declares), fail (a tool error) and crash (exits the
@@ -262,6 +274,7 @@ func newUpstreamServer() (*mcp.Server, *atomic.Int64) {
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			calls.Add(1)
 			<-ctx.Done()
+			hangsCancelled.Add(1)
 			return nil, ctx.Err()
 		})
 	srv.AddTool(&mcp.Tool{Name: "crash", Description: "Exit the server process.", InputSchema: schema()},

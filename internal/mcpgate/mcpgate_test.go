@@ -412,6 +412,7 @@ func TestHangingUpstreamTimesOut(t *testing.T) {
 	e.apply(codingPolicy)
 	cs := connect(t, e.url, aliceToken)
 	start := time.Now()
+	cancelled := hangsCancelled.Load()
 	res := call(t, cs, "up_hang", `{}`)
 	if !res.IsError || text(res) != hooks.TimedOutText {
 		t.Fatalf("hanging upstream: isError=%v text=%q", res.IsError, text(res))
@@ -421,6 +422,12 @@ func TestHangingUpstreamTimesOut(t *testing.T) {
 	}
 	if rec := lastRecord(t, e.audit); rec.Outcome != hooks.StatusTimedOut {
 		t.Fatalf("audit outcome %s", rec.Outcome)
+	}
+	// The timeout cancelled the call at the upstream too: it does not go on.
+	for deadline := time.Now().Add(10 * time.Second); hangsCancelled.Load() == cancelled; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the upstream's hang call was not cancelled 10s after the tool timeout")
+		}
 	}
 	// The connection still works for the next call.
 	if res := call(t, cs, "up_echo", `{"text":"after"}`); res.IsError || text(res) != "echo: after" {
