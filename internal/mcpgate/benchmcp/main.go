@@ -38,6 +38,15 @@
 // comes back through the gateway and a call naming a forbidden path (.env)
 // gets the gateway's structured denial, so a broken chain cannot pass for a
 // fast one.
+//
+// A third path separates what toolhooks adds from what proxying through
+// go-sdk costs at all ("sdk proxy", on unless -sdk-proxy=false): benchmcp
+// re-executed as a bare go-sdk proxy, a streamable-HTTP server whose up_echo
+// forwards each call to the upstream over one go-sdk client session, with
+// the gateway's upstream settings (256 keep-alive connections, the response
+// stream read to its end) and nothing else: no authentication, hooks, audit
+// or metrics. gated minus sdk proxy is the price of toolhooks' own work;
+// sdk proxy minus direct is the price of an extra go-sdk hop.
 package main
 
 import (
@@ -69,7 +78,12 @@ import (
 const (
 	// upstreamEnv makes the binary (or the test binary) run as the upstream server.
 	upstreamEnv = "BENCHMCP_SERVE_UPSTREAM"
-	token       = "bench-token-0123456789"
+	// proxyEnv makes the binary run as a bare go-sdk proxy in front of the
+	// upstream whose URL it holds.
+	proxyEnv = "BENCHMCP_SERVE_PROXY"
+	token    = "bench-token-0123456789"
+	// upstreamTool is the upstream's echo tool.
+	upstreamTool = "echo"
 	// gatedTool is the upstream's echo as the gateway offers it.
 	gatedTool = "up_echo"
 	// clockTicks is the unit of /proc/PID/stat's utime and stime (USER_HZ).
@@ -90,18 +104,16 @@ type options struct {
 	warmup   time.Duration
 	// gatewayEnv is added to the gateway's environment.
 	gatewayEnv []string
-	// gatedOnly skips the direct runs (for profiling the gateway).
+	// gatedOnly skips the direct and sdk proxy runs (for profiling the gateway).
 	gatedOnly bool
-	out       io.Writer
-	progress  io.Writer
+	// sdkProxy adds the bare go-sdk proxy path.
+	sdkProxy bool
+	out      io.Writer
+	progress io.Writer
 }
 
 func main() {
-	if os.Getenv(upstreamEnv) != "" {
-		if err := serveUpstream(); err != nil {
-			fmt.Fprintln(os.Stderr, "benchmcp upstream:", err)
-			os.Exit(1)
-		}
+	if serveRole() {
 		return
 	}
 	if err := mainErr(os.Args[1:]); err != nil {
@@ -122,6 +134,7 @@ func mainErr(args []string) error {
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured time before each run, at the same load")
 	genv := fs.String("gateway-env", "", "extra environment for the gateway process, NAME=value separated by spaces (e.g. GOMAXPROCS=1)")
 	fs.BoolVar(&o.gatedOnly, "gated-only", false, "measure only the gated path (to profile the gateway, whose PID is printed)")
+	fs.BoolVar(&o.sdkProxy, "sdk-proxy", true, "also measure a bare go-sdk proxy (no toolhooks code) in front of the upstream")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -191,10 +204,11 @@ type result struct {
 	firstErr     error
 }
 
-// row is one shape measured direct and gated.
+// row is one shape measured direct, through the bare go-sdk proxy (when
+// measured) and gated.
 type row struct {
-	shape         shape
-	direct, gated result
+	shape                shape
+	direct, proxy, gated result
 }
 
 // target is one side of the comparison: sessions and the tool to call.
@@ -217,6 +231,14 @@ func run(ctx context.Context, o options) ([]row, error) {
 		return nil, err
 	}
 	defer up.stop()
+	var sdkProxy *proc
+	if o.sdkProxy && !o.gatedOnly {
+		progress(o, "starting the bare go-sdk proxy")
+		if sdkProxy, err = startSelf(tmp, "proxy", proxyEnv+"="+up.url); err != nil {
+			return nil, err
+		}
+		defer sdkProxy.stop()
+	}
 	progress(o, "starting the gateway %s", o.gateway)
 	gw, err := startGateway(ctx, o, tmp, up.url)
 	if err != nil {
@@ -226,12 +248,22 @@ func run(ctx context.Context, o options) ([]row, error) {
 	progress(o, "gateway PID %d, upstream PID %d", gw.cmd.Process.Pid, up.cmd.Process.Pid)
 
 	progress(o, "connecting %d sessions directly and %d through the gateway", o.sessions, o.sessions)
-	direct := target{name: "direct", tool: "echo"}
+	direct := target{name: "direct", tool: upstreamTool}
+	proxy := target{name: "sdk proxy", tool: gatedTool}
 	gated := target{name: "gated", tool: gatedTool}
 	if direct.sessions, err = connectAll(ctx, up.url, "", o.sessions); err != nil {
 		return nil, fmt.Errorf("direct: %w", err)
 	}
 	defer closeAll(direct.sessions)
+	if sdkProxy != nil {
+		if proxy.sessions, err = connectAll(ctx, sdkProxy.url, "", o.sessions); err != nil {
+			return nil, fmt.Errorf("sdk proxy: %w", err)
+		}
+		defer closeAll(proxy.sessions)
+		if err := checkEcho(ctx, proxy.sessions[0]); err != nil {
+			return nil, fmt.Errorf("sdk proxy: %w", err)
+		}
+	}
 	if gated.sessions, err = connectAll(ctx, gw.url, token, o.sessions); err != nil {
 		return nil, fmt.Errorf("gated: %w", err)
 	}
@@ -253,15 +285,16 @@ func run(ctx context.Context, o options) ([]row, error) {
 		for _, side := range []struct {
 			t   target
 			res *result
-		}{{direct, &r.direct}, {gated, &r.gated}} {
-			if o.gatedOnly && side.t.name == "direct" {
+		}{{direct, &r.direct}, {proxy, &r.proxy}, {gated, &r.gated}} {
+			if (o.gatedOnly && side.t.name == "direct") || side.t.sessions == nil {
 				continue
 			}
 			progress(o, "%s %s: %s warm-up, %s measured", s, side.t.name, o.warmup, o.duration)
 			if o.warmup > 0 {
 				measure(ctx, side.t, s, o.warmup, nil, nil)
 			}
-			*side.res = measure(ctx, side.t, s, o.duration, gw, up)
+			measured := map[string]*proc{"sdk proxy": sdkProxy, "gated": gw}[side.t.name] // its CPU is sampled
+			*side.res = measure(ctx, side.t, s, o.duration, measured, up)
 			if side.res.firstErr != nil {
 				return rows, fmt.Errorf("%s %s: %d of %d calls failed, first: %w", s, side.t.name,
 					side.res.errors, side.res.calls, side.res.firstErr)
@@ -421,14 +454,10 @@ func cmpErr(first, err error) error {
 // checkGated checks that the gateway passes an allowed call through and
 // denies a call on a forbidden path with its structured denial.
 func checkGated(ctx context.Context, cs *mcp.ClientSession) error {
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gatedTool, Arguments: arguments})
-	if err != nil {
-		return fmt.Errorf("check: gated echo: %w", err)
+	if err := checkEcho(ctx, cs); err != nil {
+		return err
 	}
-	if res.IsError || mcpgate.ResultText(res) != "echo: hello" {
-		return fmt.Errorf("check: gated echo answered %q (isError %v), want %q", mcpgate.ResultText(res), res.IsError, "echo: hello")
-	}
-	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: gatedTool, Arguments: map[string]any{"text": "x", "path": "config/.env"}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gatedTool, Arguments: map[string]any{"text": "x", "path": "config/.env"}})
 	if err != nil {
 		return fmt.Errorf("check: gated echo of config/.env: %w", err)
 	}
@@ -439,16 +468,32 @@ func checkGated(ctx context.Context, cs *mcp.ClientSession) error {
 	return nil
 }
 
-// printRow prints the table header before the first row, then r.
+// checkEcho checks that up_echo through cs echoes.
+func checkEcho(ctx context.Context, cs *mcp.ClientSession) error {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gatedTool, Arguments: arguments})
+	if err != nil {
+		return fmt.Errorf("check: echo through %s: %w", gatedTool, err)
+	}
+	if res.IsError || mcpgate.ResultText(res) != "echo: hello" {
+		return fmt.Errorf("check: %s answered %q (isError %v), want %q", gatedTool, mcpgate.ResultText(res), res.IsError, "echo: hello")
+	}
+	return nil
+}
+
+// printRow prints the table header before the first row, then r. Columns
+// for the sdk proxy show "-" when it was not measured.
 func printRow(w io.Writer, rows []row, r row) {
 	if len(rows) == 1 {
-		_, _ = fmt.Fprintln(w, "| shape | calls d/g | direct p50/p99/max ms | gated p50/p99/max ms | added p50/p99/max ms "+
-			"| gateway CPU us/call (hook chain wall us/call) | gateway switches/call, KB/call, GCs/1000 calls, RSS MB "+
+		_, _ = fmt.Fprintln(w, "| shape | calls d/p/g | direct p50/p99/max ms | sdk proxy p50/p99/max ms | gated p50/p99/max ms "+
+			"| added by gated p50/p99 ms | added by toolhooks (gated - sdk proxy) p50/p99 ms "+
+			"| CPU us/call sdk proxy/gateway (hook chain wall us/call) | gateway switches/call, KB/call, GCs/1000 calls, RSS MB "+
 			"| upstream CPU us/call d/g | load d/g |")
-		_, _ = fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+		_, _ = fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	}
+	proxied := r.proxy.calls > 0
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
 	sms := func(d time.Duration) string { return fmt.Sprintf("%+.2f", float64(d)/float64(time.Millisecond)) }
+	triple := func(r result) string { return ms(r.p50) + "/" + ms(r.p99) + "/" + ms(r.max) }
 	calls := func(r result) string {
 		if r.dropped > 0 {
 			return fmt.Sprintf("%d (+%d dropped)", r.calls, r.dropped)
@@ -456,12 +501,16 @@ func printRow(w io.Writer, rows []row, r row) {
 		return strconv.Itoa(r.calls)
 	}
 	us := func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
-	_, _ = fmt.Fprintf(w, "| %s | %s/%s | %s/%s/%s | %s/%s/%s | %s/%s/%s | %s (%.0f) | %.1f, %.0f, %.1f, %.0f | %s/%s | %s/%s |\n", r.shape,
-		calls(r.direct), calls(r.gated),
-		ms(r.direct.p50), ms(r.direct.p99), ms(r.direct.max),
-		ms(r.gated.p50), ms(r.gated.p99), ms(r.gated.max),
-		sms(r.gated.p50-r.direct.p50), sms(r.gated.p99-r.direct.p99), sms(r.gated.max-r.direct.max),
-		us(r.gated.gatewayCPU), r.gated.hookUS, r.gated.gatewaySwitches, r.gated.gatewayAllocKB, r.gated.gatewayGCs, r.gated.gatewayRSSMB,
+	proxyCalls, proxyLat, overProxy, proxyCPU := "-", "-", "-", "-"
+	if proxied {
+		proxyCalls, proxyLat, proxyCPU = calls(r.proxy), triple(r.proxy), us(r.proxy.gatewayCPU)
+		overProxy = sms(r.gated.p50-r.proxy.p50) + "/" + sms(r.gated.p99-r.proxy.p99)
+	}
+	_, _ = fmt.Fprintf(w, "| %s | %s/%s/%s | %s | %s | %s | %s/%s | %s | %s/%s (%.0f) | %.1f, %.0f, %.1f, %.0f | %s/%s | %s/%s |\n", r.shape,
+		calls(r.direct), proxyCalls, calls(r.gated), triple(r.direct), proxyLat, triple(r.gated),
+		sms(r.gated.p50-r.direct.p50), sms(r.gated.p99-r.direct.p99), overProxy,
+		proxyCPU, us(r.gated.gatewayCPU), r.gated.hookUS,
+		r.gated.gatewaySwitches, r.gated.gatewayAllocKB, r.gated.gatewayGCs, r.gated.gatewayRSSMB,
 		us(r.direct.upstreamCPU), us(r.gated.upstreamCPU), r.direct.load, r.gated.load)
 }
 
@@ -606,17 +655,23 @@ func (p *proc) start() error {
 
 // startUpstream re-executes this binary as the upstream and reads its URL.
 func startUpstream(tmp string) (*proc, error) {
+	return startSelf(tmp, "upstream", upstreamEnv+"=1")
+}
+
+// startSelf re-executes this binary in the role env selects (see serveRole)
+// and reads the URL it prints.
+func startSelf(tmp, name, env string) (*proc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	p := &proc{name: "upstream", cmd: exec.Command(self)} //nolint:gosec // this binary
-	p.cmd.Env = append(os.Environ(), upstreamEnv+"=1")
+	p := &proc{name: name, cmd: exec.Command(self)} //nolint:gosec // this binary
+	p.cmd.Env = append(os.Environ(), env)
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(tmp, "upstream.log"))
+	logf, err := os.Create(filepath.Join(tmp, name+".log"))
 	if err != nil {
 		return nil, err
 	}
@@ -629,10 +684,56 @@ func startUpstream(tmp string) (*proc, error) {
 	if err != nil {
 		p.stop()
 		log, _ := os.ReadFile(logf.Name())
-		return nil, fmt.Errorf("the upstream did not print its address: %w: %s", err, log)
+		return nil, fmt.Errorf("the %s did not print its address: %w: %s", name, err, log)
 	}
 	p.url = strings.TrimSpace(line)
 	return p, nil
+}
+
+// serveRole runs this process as the upstream or the bare go-sdk proxy
+// when its environment says so, returning false otherwise. It exits the
+// process on failure.
+func serveRole() bool {
+	var err error
+	switch {
+	case os.Getenv(upstreamEnv) != "":
+		err = serveUpstream()
+	case os.Getenv(proxyEnv) != "":
+		err = serveProxy(os.Getenv(proxyEnv))
+	default:
+		return false
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchmcp:", err)
+		os.Exit(1)
+	}
+	return true
+}
+
+// serveProxy serves up_echo over streamable HTTP, forwarding every call to
+// the upstream echo at upstreamURL over one go-sdk client session, until
+// SIGTERM: a proxy with nothing of toolhooks in it.
+func serveProxy(upstreamURL string) error {
+	ctx, stop := signalContext()
+	defer stop()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench-proxy", Version: "v1"}, &mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+	up, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: upstreamURL, HTTPClient: &http.Client{Transport: tr},
+		DisableStandaloneSSE: true, MaxRetries: -1}, nil)
+	if err != nil {
+		return fmt.Errorf("connecting to the upstream: %w", err)
+	}
+	defer func() { _ = up.Close() }()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bench-proxy", Version: "v1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: gatedTool, Description: "The upstream's echo.", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// Like the gateway: the call does not end with the caller's
+			// request, so go-sdk reads the upstream's response to its end
+			// and keeps the connection.
+			return up.CallTool(context.WithoutCancel(ctx), &mcp.CallToolParams{Name: upstreamTool, Arguments: req.Params.Arguments})
+		})
+	return serveMCP(ctx, srv, &mcp.StreamableHTTPOptions{JSONResponse: true}) // as the gateway answers
 }
 
 // serveUpstream serves the echo tool over streamable HTTP on a loopback
@@ -646,19 +747,25 @@ func serveUpstream() error {
 	type echoOut struct {
 		Echoed string `json:"echoed"`
 	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo text."},
+	mcp.AddTool(srv, &mcp.Tool{Name: upstreamTool, Description: "Echo text."},
 		func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, echoOut, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + a.Text}}}, echoOut{Echoed: a.Text}, nil
 		})
+	ctx, stop := signalContext()
+	defer stop()
+	return serveMCP(ctx, srv, nil)
+}
+
+// serveMCP serves srv over streamable HTTP with opts on a loopback port,
+// printing its URL on stdout, until ctx ends.
+func serveMCP(ctx context.Context, srv *mcp.Server, opts *mcp.StreamableHTTPOptions) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil),
+	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts),
 		ReadHeaderTimeout: 10 * time.Second}
 	fmt.Printf("http://%s/mcp\n", ln.Addr())
-	ctx, stop := signalContext()
-	defer stop()
 	go func() { <-ctx.Done(); _ = hs.Close() }()
 	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err

@@ -12,10 +12,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(upstreamEnv) != "" { // re-executed as the upstream
-		if err := serveUpstream(); err != nil {
-			os.Exit(1)
-		}
+	if serveRole() { // re-executed as the upstream or the bare go-sdk proxy
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -35,7 +32,7 @@ func TestRunAgainstRealGateway(t *testing.T) {
 	defer cancel()
 	auditLog := filepath.Join(t.TempDir(), "audit.jsonl")
 	rows, err := run(ctx, options{gateway: gw, audit: auditLog, sessions: 4,
-		rates: []int{100}, inflight: []int{2}, duration: 500 * time.Millisecond, warmup: 100 * time.Millisecond,
+		sdkProxy: true, rates: []int{100}, inflight: []int{2}, duration: 500 * time.Millisecond, warmup: 100 * time.Millisecond,
 		out: &table, progress: io.Discard})
 	if err != nil {
 		t.Fatal(err)
@@ -44,12 +41,12 @@ func TestRunAgainstRealGateway(t *testing.T) {
 		t.Fatalf("%d rows, want 2:\n%s", len(rows), table.String())
 	}
 	for _, r := range rows {
-		for name, res := range map[string]result{"direct": r.direct, "gated": r.gated} {
+		for name, res := range map[string]result{"direct": r.direct, "sdk proxy": r.proxy, "gated": r.gated} {
 			if res.calls == 0 || res.errors != 0 || res.p50 <= 0 || res.p99 < res.p50 || res.max < res.p99 {
 				t.Errorf("%s %s: %+v", r.shape, name, res)
 			}
 		}
-		if r.gated.gatewayAllocKB <= 0 || r.gated.gatewaySwitches <= 0 {
+		if r.gated.gatewayAllocKB <= 0 || r.gated.gatewaySwitches <= 0 || r.proxy.gatewaySwitches <= 0 {
 			t.Errorf("%s: gateway counters not read: %+v", r.shape, r.gated)
 		}
 	}
