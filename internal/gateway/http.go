@@ -98,15 +98,7 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	res := s.cur.Load().exec.Evaluate(r.Context(), call)
 	s.record(apiDecisions, call, &res, time.Since(start))
-	if res.Status == hooks.StatusAllowed && len(res.Warnings) == 0 {
-		writeBody(w, http.StatusOK, allowedBody) // the common answer, encoded once
-		return
-	}
-	writeJSON(w, http.StatusOK, DecisionResponse{
-		Allowed:  res.Status == hooks.StatusAllowed,
-		Denial:   denialOf(res.Denial),
-		Warnings: warningsOf(res.Warnings),
-	})
+	writeDecision(w, &res)
 }
 
 // run executes call through the executor in force (hooks, tool, hooks),
@@ -267,11 +259,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeBody(w, status, append(b, '\n'))
 }
 
+// autoContentLength is the largest body for which net/http sets
+// Content-Length itself: a handler's writes up to its buffer size
+// (bufferBeforeChunkingSize, 2048 bytes) are held until the handler
+// returns, and the length is then known. TestAnswersCarryContentLength
+// checks it.
+const autoContentLength = 2048
+
 // writeBody answers with a JSON body that ends with a newline.
 func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSONHeader // never modified; saves an allocation per answer
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if len(body) > autoContentLength {
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

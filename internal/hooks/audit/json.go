@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/jsonappend"
 )
 
 // JSONSink writes each record as one JSON object per line, byte for byte
@@ -74,35 +73,30 @@ func appendRecord(b []byte, r *Record) ([]byte, bool) {
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":"INFO","msg":"`+Message+`","tool":`...)
-	b = appendString(b, r.Tool, false)
+	b = jsonappend.String(b, r.Tool, jsonappend.Slog)
 	b = append(b, `,"sessionId":`...)
-	b = appendString(b, r.SessionID, false)
+	b = jsonappend.String(b, r.SessionID, jsonappend.Slog)
 	b = append(b, `,"channelId":`...)
-	b = appendString(b, r.ChannelID, false)
+	b = jsonappend.String(b, r.ChannelID, jsonappend.Slog)
 	b = append(b, `,"senderId":`...)
-	b = appendString(b, r.SenderID, false)
+	b = jsonappend.String(b, r.SenderID, jsonappend.Slog)
 	b = append(b, `,"correlationId":`...)
-	b = appendString(b, r.CorrelationID, false)
+	b = jsonappend.String(b, r.CorrelationID, jsonappend.Slog)
 	b = append(b, `,"streaming":`...)
 	b = strconv.AppendBool(b, r.Streaming)
 	b = append(b, `,"outcome":`...)
-	b = appendString(b, string(r.Outcome), false)
+	b = jsonappend.String(b, string(r.Outcome), jsonappend.Slog)
 	if r.Denial != nil {
 		b = append(b, `,"denial":`...)
 		b = appendDecision(b, r.Denial)
 	}
 	if len(r.Warnings) > 0 {
-		b = append(b, `,"warnings":[`...)
-		for i := range r.Warnings {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendDecision(b, &r.Warnings[i])
-		}
-		b = append(b, ']')
+		b = jsonappend.Array(append(b, `,"warnings":`...), len(r.Warnings), func(b []byte, i int) []byte {
+			return appendDecision(b, &r.Warnings[i])
+		})
 	}
 	b = append(b, `,"durationMs":`...)
-	b = appendFloat(b, float64(r.Duration)/float64(time.Millisecond))
+	b = jsonappend.Float(b, float64(r.Duration)/float64(time.Millisecond))
 	b = append(b, `,"argumentLength":`...)
 	b = strconv.AppendInt(b, int64(r.ArgumentLength), 10)
 	b = append(b, `,"resultLength":`...)
@@ -145,80 +139,5 @@ func appendOptional(b []byte, key, s string) []byte {
 	if s == "" {
 		return b
 	}
-	return appendString(append(b, key...), s, true)
-}
-
-// appendFloat appends f as encoding/json marshals a float64 (the ES6 number
-// format). f is finite: it comes from a duration.
-func appendFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// e-09 to e-9, as encoding/json does.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a quoted JSON string the way log/slog's JSON
-// handler (shortEscapes false: \b and \f as \u0008 and \u000c) or
-// encoding/json without HTML escaping (shortEscapes true) does: quotes,
-// backslashes and control characters escaped, invalid UTF-8 as \ufffd,
-// U+2028 and U+2029 escaped, everything else as is.
-func appendString(b []byte, s string, shortEscapes bool) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c == '\b' && shortEscapes:
-				b = append(b, '\\', 'b')
-			case c == '\f' && shortEscapes:
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return jsonappend.String(append(b, key...), s, jsonappend.JSONNoHTML)
 }
