@@ -75,14 +75,14 @@ func (m *Memo) lookup(path string) (lookupKind, string, error) {
 
 // lookupFS asks the file system what path is.
 func lookupFS(path string) (lookupKind, string, error) {
-	fi, err := os.Lstat(path)
+	symlink, err := lstatSymlink(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			return kindMissing, "", nil
 		}
 		return 0, "", err
 	}
-	if fi.Mode()&fs.ModeSymlink == 0 {
+	if !symlink {
 		return kindOther, "", nil
 	}
 	target, err := os.Readlink(path)

@@ -204,10 +204,7 @@ func walkFrom(m *Memo, start, rest, orig string) (string, error) {
 			cur = filepath.Dir(cur)
 			continue
 		}
-		next := cur + "/" + c
-		if cur == "/" {
-			next = "/" + c
-		}
+		next := join(orig, cur, c)
 		if missing > 0 {
 			cur, missing = next, missing+1
 			continue
@@ -241,6 +238,22 @@ func walkFrom(m *Memo, start, rest, orig string) (string, error) {
 		}
 	}
 	return cur, nil
+}
+
+// join returns cur + "/" + c ("/" + c when cur is "/"). When orig starts
+// with exactly that text, as it does while a walk goes down the path as
+// written, it returns that prefix of orig rather than a new string.
+func join(orig, cur, c string) string {
+	if cur == "/" {
+		if n := 1 + len(c); len(orig) >= n && orig[0] == '/' && orig[1:n] == c {
+			return orig[:n]
+		}
+		return "/" + c
+	}
+	if n := len(cur) + 1 + len(c); len(orig) >= n && orig[len(cur)] == '/' && orig[:len(cur)] == cur && orig[len(cur)+1:n] == c {
+		return orig[:n]
+	}
+	return cur + "/" + c
 }
 
 // nextComponent splits off the first slash-separated component of p.
