@@ -29,14 +29,25 @@ const (
 
 const hexDigits = "0123456789abcdef"
 
+// plain[e][c] is true for the ASCII bytes c that escaping e writes as is.
+var plain = func() (t [3][utf8.RuneSelf]bool) {
+	for e := range t {
+		for c := 0x20; c < utf8.RuneSelf; c++ {
+			t[e][c] = c != '"' && c != '\\' && (Escaping(e) != JSON || (c != '<' && c != '>' && c != '&'))
+		}
+	}
+	return t
+}()
+
 // String appends s as a quoted JSON string with escaping e.
 func String(b []byte, s string, e Escaping) []byte {
 	b = append(b, '"')
+	safe := &plain[e]
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && (e != JSON || (c != '<' && c != '>' && c != '&')) {
+			if safe[c] {
 				i++
 				continue
 			}

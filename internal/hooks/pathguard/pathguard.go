@@ -289,6 +289,9 @@ func isCleanAbs(p string) bool {
 	if p == "/" {
 		return true
 	}
+	if p[len(p)-1] != '/' && !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+		return true // no empty component, and none starting with a dot
+	}
 	start := 1 // start of the current component
 	for i := 1; i <= len(p); i++ {
 		if i < len(p) && p[i] != '/' {
