@@ -497,9 +497,19 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 		n = 2
 	}
 	for _, g := range h.forbidden {
-		for _, f := range g.forms {
-			for _, c := range cands[:n] {
-				if (f.prefix != "" && !strings.HasPrefix(c, f.prefix)) || (f.literal != "" && !strings.Contains(c, f.literal)) {
+		// A pattern's forms mostly share their literal: search each
+		// candidate for it once per literal, not once per form.
+		var lit string
+		var hasLit [3]bool
+		for i, f := range g.forms {
+			if i == 0 || f.literal != lit {
+				lit = f.literal
+				for k, c := range cands[:n] {
+					hasLit[k] = lit == "" || strings.Contains(c, lit)
+				}
+			}
+			for k, c := range cands[:n] {
+				if !hasLit[k] || (f.prefix != "" && !strings.HasPrefix(c, f.prefix)) {
 					continue
 				}
 				if doublestar.MatchUnvalidated(f.glob, c) {
