@@ -165,6 +165,25 @@ type compiledForm struct {
 	glob    string
 	prefix  string
 	literal string
+	litSet  byteSet // the bytes of literal
+}
+
+// byteSet is a set of byte values.
+type byteSet [4]uint64
+
+// byteSetOf returns the set of the bytes of s.
+func byteSetOf(s string) byteSet {
+	var b byteSet
+	for i := 0; i < len(s); i++ {
+		b[s[i]>>6] |= 1 << (s[i] & 63)
+	}
+	return b
+}
+
+// covers reports whether every byte of t is in b: a string whose bytes are
+// b cannot contain a string whose bytes are t otherwise.
+func (b *byteSet) covers(t *byteSet) bool {
+	return t[0]&^b[0] == 0 && t[1]&^b[1] == 0 && t[2]&^b[2] == 0 && t[3]&^b[3] == 0
 }
 
 // literalPrefix returns the text before the first doublestar metacharacter
@@ -333,7 +352,8 @@ func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
 			if !doublestar.ValidatePattern(v) {
 				return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, ErrInvalidGlob)
 			}
-			all = append(all, compiledForm{glob: v, prefix: literalPrefix(v), literal: requiredLiteral(v)})
+			lit := requiredLiteral(v)
+			all = append(all, compiledForm{glob: v, prefix: literalPrefix(v), literal: lit, litSet: byteSetOf(lit)})
 		}
 	}
 	return forbiddenGlob{pattern: p, forms: all}, nil
@@ -496,6 +516,10 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 	if cands[2] == cands[1] {
 		n = 2
 	}
+	var sets [3]byteSet
+	for k := range cands[:n] {
+		sets[k] = byteSetOf(cands[k])
+	}
 	for _, g := range h.forbidden {
 		// A pattern's forms mostly share their literal: search each
 		// candidate for it once per literal, not once per form.
@@ -505,7 +529,7 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 			if i == 0 || f.literal != lit {
 				lit = f.literal
 				for k, c := range cands[:n] {
-					hasLit[k] = lit == "" || strings.Contains(c, lit)
+					hasLit[k] = lit == "" || (sets[k].covers(&f.litSet) && strings.Contains(c, lit))
 				}
 			}
 			for k, c := range cands[:n] {
