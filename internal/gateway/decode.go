@@ -39,6 +39,7 @@ var bodyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b
 type fastRequest struct {
 	SessionID, ChannelID, SenderID, CorrelationID, Tool, Arguments string
 	Streaming                                                      bool
+	argsAt                                                         int // offset of Arguments in the body
 }
 
 // Bits of the fields parseCallFast has seen, to decline duplicates.
@@ -58,7 +59,8 @@ const (
 // a streaming value of true or false and an arguments object nested at
 // most maxFastArgsDepth deep, followed by nothing but JSON whitespace, and
 // a non-empty tool. ok is false for everything else (the strict decoder
-// decides then). text is string(body), made once by the caller.
+// decides then). text is string(body), made once by the caller. The
+// arguments are not validated here: see fastCall.
 func parseCallFast(body []byte, text string) (req fastRequest, ok bool) {
 	i := skipSpace(text, 0)
 	if i >= len(text) || text[i] != '{' {
@@ -137,10 +139,10 @@ func (req *fastRequest) member(body []byte, text, key string, i int, seen *uint8
 		return i, false
 	default: // arguments
 		end, ok := objectEnd(text, i)
-		if !ok || !json.Valid(body[i:end]) {
+		if !ok {
 			return i, false
 		}
-		req.Arguments = text[i:end]
+		req.Arguments, req.argsAt = text[i:end], i
 		return end, true
 	}
 }
@@ -185,9 +187,9 @@ func plainString(s string, i int) (string, int, bool) {
 
 // objectEnd returns the index after the object starting at s[i] ('{'),
 // matching brackets outside strings, or false when it does not end or nests
-// deeper than maxFastArgsDepth. It does not validate: the caller runs
-// json.Valid on the result, which proves the brackets were matched as a JSON
-// parser matches them.
+// deeper than maxFastArgsDepth. It does not validate: fastCall proves the
+// result valid JSON, so the brackets were matched as a JSON parser matches
+// them.
 func objectEnd(s string, i int) (int, bool) {
 	if i >= len(s) || s[i] != '{' {
 		return 0, false
@@ -212,6 +214,23 @@ func objectEnd(s string, i int) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// fastCall decodes body with parseCallFast into a Call, or returns false
+// for the strict decoder to decide. The arguments must be valid JSON, as
+// the strict decoder requires of the whole body: arguments ParseArgs
+// accepted are (every parser behind it accepts only valid JSON), others are
+// checked with json.Valid.
+func fastCall(body []byte) (*hooks.Call, bool) {
+	req, ok := parseCallFast(body, string(body))
+	if !ok {
+		return nil, false
+	}
+	call := req.call()
+	if call.ArgsErr != nil && req.Arguments != "" && !json.Valid(body[req.argsAt:req.argsAt+len(req.Arguments)]) {
+		return nil, false
+	}
+	return call, true
 }
 
 // call converts the request into the executor's Call.
@@ -268,8 +287,8 @@ func (s *Server) decodeCall(w http.ResponseWriter, r *http.Request) (*hooks.Call
 	body, rest, done := readBody(r.Body, (*bp)[:0], s.opts.MaxBodyBytes)
 	*bp = body[:0]
 	if done && len(body) <= maxFastBody {
-		if req, ok := parseCallFast(body, string(body)); ok {
-			return req.call(), true
+		if call, ok := fastCall(body); ok {
+			return call, true
 		}
 	}
 	if rest == nil {
