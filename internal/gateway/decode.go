@@ -53,15 +53,15 @@ const (
 	seenStreaming
 )
 
-// parseCallFast decodes body when it is one JSON object whose members are
+// parseCallFast decodes text when it is one JSON object whose members are
 // each at most once and spelled exactly as ToolCallRequest's JSON names,
 // with string values without escapes, control characters or invalid UTF-8,
 // a streaming value of true or false and an arguments object nested at
 // most maxFastArgsDepth deep, followed by nothing but JSON whitespace, and
 // a non-empty tool. ok is false for everything else (the strict decoder
-// decides then). text is string(body), made once by the caller. The
-// arguments are not validated here: see fastCall.
-func parseCallFast(body []byte, text string) (req fastRequest, ok bool) {
+// decides then). Its strings are substrings of text. The arguments are not
+// validated here: see fastCall.
+func parseCallFast(text string) (req fastRequest, ok bool) {
 	i := skipSpace(text, 0)
 	if i >= len(text) || text[i] != '{' {
 		return req, false
@@ -77,7 +77,7 @@ func parseCallFast(body []byte, text string) (req fastRequest, ok bool) {
 		if i >= len(text) || text[i] != ':' {
 			return req, false
 		}
-		if i, ok = req.member(body, text, key, skipSpace(text, i+1), &seen); !ok {
+		if i, ok = req.member(text, key, skipSpace(text, i+1), &seen); !ok {
 			return req, false
 		}
 		i = skipSpace(text, i)
@@ -98,7 +98,7 @@ func parseCallFast(body []byte, text string) (req fastRequest, ok bool) {
 // member decodes the value of member key starting at text[i] into req,
 // returning the index after it; it declines unknown and repeated keys (seen
 // holds the keys so far) and values parseCallFast does not take.
-func (req *fastRequest) member(body []byte, text, key string, i int, seen *uint8) (int, bool) {
+func (req *fastRequest) member(text, key string, i int, seen *uint8) (int, bool) {
 	var bit uint8
 	var field *string
 	switch key {
@@ -222,7 +222,7 @@ func objectEnd(s string, i int) (int, bool) {
 // accepted are (every parser behind it accepts only valid JSON), others are
 // checked with json.Valid.
 func fastCall(body []byte) (*hooks.Call, bool) {
-	req, ok := parseCallFast(body, string(body))
+	req, ok := parseCallFast(string(body))
 	if !ok {
 		return nil, false
 	}
