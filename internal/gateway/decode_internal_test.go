@@ -112,7 +112,7 @@ func sameCall(a, b *hooks.Call) bool {
 }
 
 // checkDecode checks the fast decoder against the strict one on body: what
-// parseCallFast accepts the strict decoder accepts with the same request,
+// fastCall accepts the strict decoder accepts with the same request,
 // and decodeCall as a whole answers exactly as the strict decoder alone,
 // with a large and a small body limit.
 func checkDecode(t *testing.T, body []byte) {
