@@ -522,19 +522,28 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 	}
 	for _, g := range h.forbidden {
 		// A pattern's forms mostly share their literal: search each
-		// candidate for it once per literal, not once per form.
+		// candidate for it at most once per literal, and only when the
+		// cheaper prefix test passes.
 		var lit string
-		var hasLit [3]bool
+		var litState [3]uint8 // per candidate: 0 not searched yet, 1 found, 2 absent
 		for i, f := range g.forms {
 			if i == 0 || f.literal != lit {
-				lit = f.literal
-				for k, c := range cands[:n] {
-					hasLit[k] = lit == "" || (sets[k].covers(&f.litSet) && strings.Contains(c, lit))
-				}
+				lit, litState = f.literal, [3]uint8{}
 			}
 			for k, c := range cands[:n] {
-				if !hasLit[k] || (f.prefix != "" && !strings.HasPrefix(c, f.prefix)) {
+				if f.prefix != "" && !strings.HasPrefix(c, f.prefix) {
 					continue
+				}
+				if lit != "" {
+					if litState[k] == 0 {
+						litState[k] = 2
+						if sets[k].covers(&f.litSet) && strings.Contains(c, lit) {
+							litState[k] = 1
+						}
+					}
+					if litState[k] != 1 {
+						continue
+					}
 				}
 				if doublestar.MatchUnvalidated(f.glob, c) {
 					return g.pattern, true
