@@ -53,11 +53,11 @@ type flags struct {
 
 // defaultGOGC is the gateway's garbage collector percentage unless --gogc or
 // the GOGC environment variable says otherwise. The gateway's live heap is a
-// few MB while every decision allocates about 15 KB, so with Go's default of
+// few MB while every decision allocates about 5 KB, so with Go's default of
 // 100 the collector runs dozens of times a second under load; 400 cuts the
-// instructions per decision by about 13% (callgrind, BenchmarkDecisionHandler)
-// for about 12 MB more resident memory at 64 connections (hack/bench-decisions.sh).
-// GOMEMLIMIT, when set, still bounds the heap.
+// instructions per decision by about 17% (callgrind, BenchmarkDecisionHandler:
+// 98k at 100, 81k at 400) for about 11 MB more resident memory at 16
+// connections (hack/bench-decisions.sh). GOMEMLIMIT, when set, still bounds the heap.
 const defaultGOGC = 400
 
 func parseFlags(args []string, stderr io.Writer) (flags, error) {

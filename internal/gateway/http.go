@@ -98,15 +98,7 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	res := s.cur.Load().exec.Evaluate(r.Context(), call)
 	s.record(apiDecisions, call, &res, time.Since(start))
-	if res.Status == hooks.StatusAllowed && len(res.Warnings) == 0 {
-		writeBody(w, http.StatusOK, allowedBody) // the common answer, encoded once
-		return
-	}
-	writeJSON(w, http.StatusOK, DecisionResponse{
-		Allowed:  res.Status == hooks.StatusAllowed,
-		Denial:   denialOf(res.Denial),
-		Warnings: warningsOf(res.Warnings),
-	})
+	writeDecision(w, &res)
 }
 
 // run executes call through the executor in force (hooks, tool, hooks),
@@ -130,33 +122,32 @@ func (s *Server) record(api string, call *hooks.Call, res *hooks.Result, hookTim
 	s.denials.report(call, res)
 }
 
-// decodeCall reads a ToolCallRequest, answering 4xx itself when it cannot.
-func (s *Server) decodeCall(w http.ResponseWriter, r *http.Request) (*hooks.Call, bool) {
-	var req ToolCallRequest
-	if status, err := s.decodeBody(w, r, &req); err != nil {
-		writeError(w, status, err.Error())
-		return nil, false
+// decodeBody requires Content-Type application/json and decodes one JSON
+// value (see decodeJSON) from the body, returning the status to answer on error.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) (int, error) {
+	if status, err := checkContentType(r); err != nil {
+		return status, err
 	}
-	if req.Tool == "" {
-		writeError(w, http.StatusBadRequest, "tool is required")
-		return nil, false
-	}
-	return req.call(), true
+	return s.decodeJSON(w, r.Body, v)
 }
 
-// decodeBody requires Content-Type application/json and decodes one JSON value with no unknown fields and nothing after
-// it from a body of at most MaxBodyBytes, returning the status to answer on error.
-func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) (int, error) {
-	// Requiring application/json makes a browser preflight any cross-origin
-	// request, which the gateway never approves: a web page cannot make a
-	// local gateway run tools (CSRF).
+// checkContentType requires Content-Type application/json. It makes a
+// browser preflight any cross-origin request, which the gateway never
+// approves: a web page cannot make a local gateway run tools (CSRF).
+func checkContentType(r *http.Request) (int, error) {
 	ct := r.Header.Get("Content-Type")
 	if ct != contentTypeJSON {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != contentTypeJSON {
 			return http.StatusUnsupportedMediaType, fmt.Errorf("content type %q is not supported; send application/json", ct)
 		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	return 0, nil
+}
+
+// decodeJSON decodes one JSON value with no unknown fields and nothing after
+// it from a body of at most MaxBodyBytes, returning the status to answer on error.
+func (s *Server) decodeJSON(w http.ResponseWriter, body io.Reader, v any) (int, error) {
+	dec := json.NewDecoder(http.MaxBytesReader(w, readCloser{body}, s.opts.MaxBodyBytes))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
@@ -176,6 +167,12 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) (int,
 		return http.StatusBadRequest, fmt.Errorf("malformed JSON body: %w", err)
 	}
 }
+
+// readCloser gives a reader a Close that does nothing (the server closes
+// request bodies).
+type readCloser struct{ io.Reader }
+
+func (readCloser) Close() error { return nil }
 
 func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	st := s.Status()
@@ -262,11 +259,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeBody(w, status, append(b, '\n'))
 }
 
+// autoContentLength is the largest body for which net/http sets
+// Content-Length itself: a handler's writes up to its buffer size
+// (bufferBeforeChunkingSize, 2048 bytes) are held until the handler
+// returns, and the length is then known. TestAnswersCarryContentLength
+// checks it.
+const autoContentLength = 2048
+
 // writeBody answers with a JSON body that ends with a newline.
 func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSONHeader // never modified; saves an allocation per answer
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if len(body) > autoContentLength {
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

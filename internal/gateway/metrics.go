@@ -59,6 +59,10 @@ type metrics struct {
 	rejections     *prometheus.CounterVec
 	droppedDenials prometheus.Counter
 
+	// decisionByAPI are the decision histogram's series of the two APIs,
+	// looked up once (the histogram is never reset).
+	decisionByAPI map[string]prometheus.Observer
+
 	tools     *boundedLabel
 	hookNames *boundedLabel
 	builtins  []string
@@ -127,6 +131,10 @@ func newMetrics(reg prometheus.Registerer, toolNames, nativeHooks []string) (*me
 		RejectInvalid, RejectStale, RejectPolicyFiles} {
 		m.rejections.WithLabelValues(r)
 	}
+	m.decisionByAPI = map[string]prometheus.Observer{
+		apiToolCalls: m.decision.WithLabelValues(apiToolCalls),
+		apiDecisions: m.decision.WithLabelValues(apiDecisions),
+	}
 	m.tools.setKnown(toolNames)
 	m.native = nativeHooks
 	m.hookNames.setKnown([]string{GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName})
@@ -158,7 +166,11 @@ func (m *metrics) setConfig(cfg *gatewayconfig.Config) {
 func (m *metrics) observe(api string, call *hooks.Call, res *hooks.Result, hookTime time.Duration) {
 	tool := m.tools.value(call.Tool)
 	m.calls.WithLabelValues(tool, string(res.Status)).Inc()
-	m.decision.WithLabelValues(api).Observe(hookTime.Seconds())
+	if o, ok := m.decisionByAPI[api]; ok {
+		o.Observe(hookTime.Seconds())
+	} else {
+		m.decision.WithLabelValues(api).Observe(hookTime.Seconds())
+	}
 	if res.Denial != nil {
 		m.denials.WithLabelValues(tool, m.hookNames.value(res.Denial.Hook)).Inc()
 	}

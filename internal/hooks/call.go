@@ -56,10 +56,148 @@ func parseArgs(s string) (map[string]any, error) {
 	if !utf8.ValidString(s) {
 		return nil, fmt.Errorf("%w: not valid UTF-8", ErrInvalidArguments)
 	}
+	if args, ok := parseArgsFlat(s); ok {
+		return args, nil
+	}
 	if args, ok := parseArgsFast(s); ok {
 		return args, nil
 	}
 	return parseArgsStrict(s)
+}
+
+// parseArgsFlat parses the commonest arguments without encoding/json: one
+// object whose values are all strings without escapes or control
+// characters, numbers, true, false or null, with no key twice, and nothing
+// but whitespace after it. Its strings are substrings of s, which must be
+// valid UTF-8. ok is false for anything else, which the other parsers
+// decide; what it accepts it returns exactly as parseArgsStrict would.
+func parseArgsFlat(s string) (args map[string]any, ok bool) {
+	i := skipSpace(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return nil, false
+	}
+	args = make(map[string]any, 4)
+	i = skipSpace(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return args, isBlankJSON(s[i+1:])
+	}
+	for {
+		key, next, ok := plainJSONString(s, i)
+		if !ok {
+			return nil, false
+		}
+		if _, dup := args[key]; dup {
+			return nil, false
+		}
+		i = skipSpace(s, next)
+		if i >= len(s) || s[i] != ':' {
+			return nil, false
+		}
+		var v any
+		if v, i, ok = scalar(s, skipSpace(s, i+1)); !ok {
+			return nil, false
+		}
+		args[key] = v
+		i = skipSpace(s, i)
+		switch {
+		case i < len(s) && s[i] == ',':
+			i = skipSpace(s, i+1)
+		case i < len(s) && s[i] == '}':
+			return args, isBlankJSON(s[i+1:])
+		default:
+			return nil, false
+		}
+	}
+}
+
+// scalar parses the JSON string (as plainJSONString), number, true, false
+// or null at s[i], returning it as parseArgsStrict would and the index after it.
+func scalar(s string, i int) (any, int, bool) {
+	if i >= len(s) {
+		return nil, i, false
+	}
+	switch c := s[i]; {
+	case c == '"':
+		return plainJSONString(s, i)
+	case c == '-' || (c >= '0' && c <= '9'):
+		end, ok := numberEnd(s, i)
+		return json.Number(s[i:end]), end, ok
+	case strings.HasPrefix(s[i:], "true"):
+		return true, i + 4, true
+	case strings.HasPrefix(s[i:], "false"):
+		return false, i + 5, true
+	case strings.HasPrefix(s[i:], "null"):
+		return nil, i + 4, true
+	}
+	return nil, i, false
+}
+
+// plainJSONString returns the content of the JSON string at s[i] and the
+// index after it when the string has no escapes and no control characters,
+// so that (s being valid UTF-8) its content is its value.
+func plainJSONString(s string, i int) (string, int, bool) {
+	if i >= len(s) || s[i] != '"' {
+		return "", i, false
+	}
+	for j := i + 1; j < len(s); j++ {
+		switch c := s[j]; {
+		case c == '"':
+			return s[i+1 : j], j + 1, true
+		case c == '\\' || c < 0x20:
+			return "", i, false
+		}
+	}
+	return "", i, false
+}
+
+// numberEnd returns the index after the JSON number at s[i] (RFC 8259:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?), or false when there is none.
+func numberEnd(s string, i int) (int, bool) {
+	digits := func(i int) int {
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i
+	}
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		i = digits(i)
+	default:
+		return i, false
+	}
+	if i < len(s) && s[i] == '.' {
+		j := digits(i + 1)
+		if j == i+1 {
+			return i, false
+		}
+		i = j
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := digits(i)
+		if j == i {
+			return i, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace.
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // fastArgsDepth is the deepest nesting parseArgsFast accepts; deeper input

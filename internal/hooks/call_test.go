@@ -193,6 +193,9 @@ func FuzzParseArgsFastPath(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	for _, s := range flatSeeds {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		if !utf8.ValidString(in) || strings.TrimLeft(in, " \t\r\n") == "" {
 			return // rejected or accepted before either parser runs
@@ -208,6 +211,43 @@ func FuzzParseArgsFastPath(f *testing.F) {
 			t.Fatalf("ParseArgs(%q) = %#v, the token parser gives %#v", in, got, want)
 		}
 	})
+}
+
+// flatSeeds are argument texts around what the flat parser takes.
+var flatSeeds = []string{
+	`{}`, ` { } `, `{"path":"src/main.go"}`, `{"command":"go test ./...","cwd":"src"}`, `{"a":1,"b":-0.5e+10,"c":true,"d":false,"e":null}`,
+	`{"a":1,"a":2}`, `{"a":"x","a":"x"}`, `{"a":01}`, `{"a":1.}`, `{"a":.5}`, `{"a":-}`, `{"a":1e}`, `{"a":1E+}`, `{"a":-0}`, `{"a":1e400}`,
+	`{"a":tru}`, `{"a":truex}`, `{"a":nul}`, `{"a":"\n"}`, "{\"a\":\"x\ty\"}", `{"a":[1]}`, `{"a":{}}`, `{"a":1,}`, `{,}`, `{"a" 1}`,
+	`{"a":1}x`, `{"a":1} {"b":2}`, `{"a":1`, `{"a":"é日本"}`, `{"a\u0062":1}`, `{"":""}`, `{"a":1 "b":2}`, `[]`, `"x"`, `1`, `{"a":"x}`,
+}
+
+// FuzzParseArgsFlat checks that what the flat parser takes the token parser
+// gives exactly the same value for.
+func FuzzParseArgsFlat(f *testing.F) {
+	for _, s := range flatSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if !utf8.ValidString(in) {
+			return // ParseArgs rejects it before any parser runs
+		}
+		got, ok := hooks.ParseArgsFlat(in)
+		if !ok {
+			return
+		}
+		want, err := hooks.ParseArgsStrict(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("flat parser on %q: %#v; the token parser: %#v, %v", in, got, want, err)
+		}
+	})
+}
+
+func TestParseArgsFlatTakesFlatObjects(t *testing.T) {
+	for _, in := range flatSeeds[:5] {
+		if _, ok := hooks.ParseArgsFlat(in); !ok {
+			t.Errorf("the flat parser declined %q", in)
+		}
+	}
 }
 
 // BenchmarkParseArgsPaths compares ParseArgs (one-pass decode for valid

@@ -11,3 +11,6 @@ func WithClock(now func() time.Time) Option {
 // ParseArgsStrict is the token-by-token argument parser alone, without the
 // fast path ParseArgs tries first.
 func ParseArgsStrict(s string) (map[string]any, error) { return parseArgsStrict(s) }
+
+// ParseArgsFlat is the flat-object parser ParseArgs tries first.
+func ParseArgsFlat(s string) (map[string]any, bool) { return parseArgsFlat(s) }

@@ -7,7 +7,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -85,7 +84,8 @@ func (m *Memory) Records() []Record {
 }
 
 // SlogSink writes each record as one log/slog record at level Info with
-// message Message and lowerCamel keys: tool, sessionId, channelId, senderId,
+// message Message and lowerCamel keys (JSONSink writes the same JSON without
+// log/slog): tool, sessionId, channelId, senderId,
 // correlationId, streaming, outcome, denial, warnings, durationMs,
 // argumentLength, resultLength. The record's time is the slog time.
 type SlogSink struct {
@@ -94,10 +94,6 @@ type SlogSink struct {
 
 // NewSlogSink returns a sink writing to handler h.
 func NewSlogSink(h slog.Handler) *SlogSink { return &SlogSink{h: h} }
-
-// NewJSONSink returns a sink writing one JSON object per line to w
-// (slog.JSONHandler); the gateway uses os.Stdout.
-func NewJSONSink(w io.Writer) *SlogSink { return NewSlogSink(slog.NewJSONHandler(w, nil)) }
 
 // Emit writes r, returning the handler's error.
 func (s *SlogSink) Emit(ctx context.Context, r Record) error {

@@ -165,6 +165,25 @@ type compiledForm struct {
 	glob    string
 	prefix  string
 	literal string
+	litSet  byteSet // the bytes of literal
+}
+
+// byteSet is a set of byte values.
+type byteSet [4]uint64
+
+// byteSetOf returns the set of the bytes of s.
+func byteSetOf(s string) byteSet {
+	var b byteSet
+	for i := 0; i < len(s); i++ {
+		b[s[i]>>6] |= 1 << (s[i] & 63)
+	}
+	return b
+}
+
+// covers reports whether every byte of t is in b: a string whose bytes are
+// b cannot contain a string whose bytes are t otherwise.
+func (b *byteSet) covers(t *byteSet) bool {
+	return t[0]&^b[0] == 0 && t[1]&^b[1] == 0 && t[2]&^b[2] == 0 && t[3]&^b[3] == 0
 }
 
 // literalPrefix returns the text before the first doublestar metacharacter
@@ -333,7 +352,8 @@ func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
 			if !doublestar.ValidatePattern(v) {
 				return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, ErrInvalidGlob)
 			}
-			all = append(all, compiledForm{glob: v, prefix: literalPrefix(v), literal: requiredLiteral(v)})
+			lit := requiredLiteral(v)
+			all = append(all, compiledForm{glob: v, prefix: literalPrefix(v), literal: lit, litSet: byteSetOf(lit)})
 		}
 	}
 	return forbiddenGlob{pattern: p, forms: all}, nil
@@ -496,11 +516,34 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 	if cands[2] == cands[1] {
 		n = 2
 	}
+	var sets [3]byteSet
+	for k := range cands[:n] {
+		sets[k] = byteSetOf(cands[k])
+	}
 	for _, g := range h.forbidden {
-		for _, f := range g.forms {
-			for _, c := range cands[:n] {
-				if (f.prefix != "" && !strings.HasPrefix(c, f.prefix)) || (f.literal != "" && !strings.Contains(c, f.literal)) {
+		// A pattern's forms mostly share their literal: search each
+		// candidate for it at most once per literal, and only when the
+		// cheaper prefix test passes.
+		var lit string
+		var litState [3]uint8 // per candidate: 0 not searched yet, 1 found, 2 absent
+		for i, f := range g.forms {
+			if i == 0 || f.literal != lit {
+				lit, litState = f.literal, [3]uint8{}
+			}
+			for k, c := range cands[:n] {
+				if f.prefix != "" && !strings.HasPrefix(c, f.prefix) {
 					continue
+				}
+				if lit != "" {
+					if litState[k] == 0 {
+						litState[k] = 2
+						if sets[k].covers(&f.litSet) && strings.Contains(c, lit) {
+							litState[k] = 1
+						}
+					}
+					if litState[k] != 1 {
+						continue
+					}
 				}
 				if doublestar.MatchUnvalidated(f.glob, c) {
 					return g.pattern, true

@@ -137,3 +137,24 @@ func FuzzMatchCommand(f *testing.F) {
 		}
 	})
 }
+
+// FuzzByteSetPrefilter checks the byte-set test matchForbidden runs before
+// strings.Contains: whenever lit occurs in s, s's bytes cover lit's.
+func FuzzByteSetPrefilter(f *testing.F) {
+	f.Add("/ws/secret-1/f", "secret-1")
+	f.Add("/ws/src/main.go", "secret-1")
+	f.Add("\x00\xff\x80", "\xff")
+	f.Fuzz(func(t *testing.T, s, lit string) {
+		set, litSet := byteSetOf(s), byteSetOf(lit)
+		if strings.Contains(s, lit) && !set.covers(&litSet) {
+			t.Fatalf("%q contains %q but the byte-set test says it cannot", s, lit)
+		}
+		if set.covers(&litSet) {
+			for i := 0; i < len(lit); i++ {
+				if strings.IndexByte(s, lit[i]) < 0 {
+					t.Fatalf("the byte-set test says %q has every byte of %q, but it lacks %q", s, lit, lit[i])
+				}
+			}
+		}
+	})
+}

@@ -26,6 +26,7 @@ const MaxMemoEntries = 256
 type Memo struct {
 	mu      sync.Mutex
 	entries []memoEntry
+	first   [8]memoEntry // the first entries, allocated with the Memo
 }
 
 // lookupKind is what a lookup found.
@@ -65,7 +66,7 @@ func (m *Memo) lookup(path string) (lookupKind, string, error) {
 	m.mu.Lock()
 	if len(m.entries) < MaxMemoEntries {
 		if m.entries == nil {
-			m.entries = make([]memoEntry, 0, 8)
+			m.entries = m.first[:0]
 		}
 		m.entries = append(m.entries, memoEntry{path: path, target: target, kind: kind})
 	}
@@ -75,14 +76,14 @@ func (m *Memo) lookup(path string) (lookupKind, string, error) {
 
 // lookupFS asks the file system what path is.
 func lookupFS(path string) (lookupKind, string, error) {
-	fi, err := os.Lstat(path)
+	symlink, err := lstatSymlink(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			return kindMissing, "", nil
 		}
 		return 0, "", err
 	}
-	if fi.Mode()&fs.ModeSymlink == 0 {
+	if !symlink {
 		return kindOther, "", nil
 	}
 	target, err := os.Readlink(path)

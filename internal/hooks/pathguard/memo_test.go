@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -104,4 +105,54 @@ func FuzzClean(f *testing.F) {
 			t.Fatalf("Clean(%q) = %q, filepath.Clean gives %q", p, got, want)
 		}
 	})
+}
+
+// FuzzJoin checks that join always returns cur + "/" + c (or "/" + c),
+// whether or not it can reuse orig.
+func FuzzJoin(f *testing.F) {
+	for _, s := range [][3]string{{"/w/src/a.go", "/w", "src"}, {"/w/src/a.go", "/", "w"}, {"/w/src", "/w/src", "a.go"},
+		{"/w/srcx", "/w", "src"}, {"/x/src", "/w", "src"}, {"", "/", ""}, {"/", "/", ""}, {"/a", "/", "ab"}, {"w/src", "w", "src"}} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, orig, cur, c string) {
+		want := cur + "/" + c
+		if cur == "/" {
+			want = "/" + c
+		}
+		if got := join(orig, cur, c); got != want {
+			t.Fatalf("join(%q, %q, %q) = %q, want %q", orig, cur, c, got, want)
+		}
+	})
+}
+
+func TestLookupFSKinds(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("f", filepath.Join(dir, "l")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path   string
+		kind   lookupKind
+		target string
+		err    bool
+	}{
+		{dir, kindOther, "", false},
+		{file, kindOther, "", false},
+		{filepath.Join(dir, "l"), kindSymlink, "f", false},
+		{filepath.Join(dir, "missing"), kindMissing, "", false},
+		{filepath.Join(file, "under-a-file"), 0, "", true}, // ENOTDIR is not "missing"
+		{filepath.Join(dir, string(make([]byte, 300))), 0, "", true},
+	} {
+		kind, target, err := lookupFS(c.path)
+		if kind != c.kind || target != c.target || (err != nil) != c.err {
+			t.Errorf("lookupFS(%q) = %v, %q, %v; want %v, %q, error %v", c.path, kind, target, err, c.kind, c.target, c.err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "lstat "+c.path) {
+			t.Errorf("lookupFS(%q) error %q does not name the lookup", c.path, err)
+		}
+	}
 }

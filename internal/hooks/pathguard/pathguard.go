@@ -204,10 +204,7 @@ func walkFrom(m *Memo, start, rest, orig string) (string, error) {
 			cur = filepath.Dir(cur)
 			continue
 		}
-		next := cur + "/" + c
-		if cur == "/" {
-			next = "/" + c
-		}
+		next := join(orig, cur, c)
 		if missing > 0 {
 			cur, missing = next, missing+1
 			continue
@@ -243,6 +240,22 @@ func walkFrom(m *Memo, start, rest, orig string) (string, error) {
 	return cur, nil
 }
 
+// join returns cur + "/" + c ("/" + c when cur is "/"). When orig starts
+// with exactly that text, as it does while a walk goes down the path as
+// written, it returns that prefix of orig rather than a new string.
+func join(orig, cur, c string) string {
+	if cur == "/" {
+		if n := 1 + len(c); len(orig) >= n && orig[0] == '/' && orig[1:n] == c {
+			return orig[:n]
+		}
+		return "/" + c
+	}
+	if n := len(cur) + 1 + len(c); len(orig) >= n && orig[len(cur)] == '/' && orig[:len(cur)] == cur && orig[len(cur)+1:n] == c {
+		return orig[:n]
+	}
+	return cur + "/" + c
+}
+
 // nextComponent splits off the first slash-separated component of p.
 func nextComponent(p string) (string, string) {
 	first, rest, _ := strings.Cut(p, "/")
@@ -275,6 +288,9 @@ func isCleanAbs(p string) bool {
 	}
 	if p == "/" {
 		return true
+	}
+	if p[len(p)-1] != '/' && !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+		return true // no empty component, and none starting with a dot
 	}
 	start := 1 // start of the current component
 	for i := 1; i <= len(p); i++ {
