@@ -29,7 +29,14 @@ type mcpFlags struct {
 	upstreams      string
 	deniedTools    string
 	idleTimeout    time.Duration
+	tokenCacheTTL  time.Duration
 }
+
+// DefaultMCPTokenCacheTTL is how long a cluster-mode MCP caller's token,
+// once accepted by a TokenReview, is accepted without asking again: the
+// longest a deleted ServiceAccount or a revoked token keeps working beyond
+// the API server's own cache of successful authentications.
+const DefaultMCPTokenCacheTTL = time.Minute
 
 func (m *mcpFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.enabled, "mcp", false, "serve the MCP endpoint (streamable HTTP) at /mcp")
@@ -42,6 +49,9 @@ func (m *mcpFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.upstreams, "mcp-upstreams", "", "upstream MCP servers to front (YAML file; see README, MCP)")
 	fs.StringVar(&m.deniedTools, "mcp-denied-tools", mcpgate.DeniedMark, "tools/list: mark or hide tools the policies deny outright")
 	fs.DurationVar(&m.idleTimeout, "mcp-session-idle-timeout", 30*time.Minute, "close MCP sessions idle this long (0: never)")
+	fs.DurationVar(&m.tokenCacheTTL, "mcp-token-cache-ttl", DefaultMCPTokenCacheTTL,
+		"cluster mode: accept an MCP caller's token this long after a TokenReview accepted it, the longest a revoked "+
+			"token keeps working beyond the API server's own token cache (10s in kube-apiserver) (0: review every request)")
 }
 
 // connect connects the upstreams and adds their tools to opts; nil without --mcp-upstreams.
@@ -79,6 +89,9 @@ func (m *mcpFlags) handler(srv *gateway.Server, ups *mcpgate.Upstreams, reviews 
 		}
 		return srv.Handler(), nil
 	}
+	if m.tokenCacheTTL < 0 {
+		return nil, fmt.Errorf("--mcp-token-cache-ttl must not be negative, got %s", m.tokenCacheTTL)
+	}
 	var authn gateway.Authenticator
 	switch {
 	case m.tokensFile != "" && reviews != nil:
@@ -90,7 +103,10 @@ func (m *mcpFlags) handler(srv *gateway.Server, ups *mcpgate.Upstreams, reviews 
 		}
 		authn = t
 	case reviews != nil:
-		authn = mcpgate.NewCached(&gatewayk8s.TokenReview{Client: reviews, Audience: m.audience, AnyUser: true}, time.Minute, 10000)
+		authn = &gatewayk8s.TokenReview{Client: reviews, Audience: m.audience, AnyUser: true}
+		if m.tokenCacheTTL > 0 {
+			authn = mcpgate.NewCached(authn, m.tokenCacheTTL, 10000)
+		}
 	}
 	h, err := mcpgate.NewHandler(mcpgate.Options{
 		Gateway: srv, Upstreams: ups, Authenticator: authn, AllowAnonymous: m.allowAnonymous,

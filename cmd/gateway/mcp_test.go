@@ -4,15 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/testenv"
 )
 
 func TestMCPFlagErrors(t *testing.T) {
@@ -35,6 +46,8 @@ func TestMCPFlagErrors(t *testing.T) {
 		"bad tokens":        {[]string{"--mcp", "--mcp-tokens-file", tokens}, "at least 16 bytes"},
 		"bad upstreams":     {[]string{"--mcp", "--mcp-allow-anonymous", "--mcp-upstreams", upstreams}, `name "Bad"`},
 		"bad denied mode":   {[]string{"--mcp", "--mcp-allow-anonymous", "--mcp-denied-tools", "grey"}, `not "grey"`},
+		"negative token cache TTL": {[]string{"--mcp", "--mcp-allow-anonymous", "--mcp-token-cache-ttl", "-1s"},
+			"--mcp-token-cache-ttl must not be negative"},
 	} {
 		args := append([]string{"--workspace", ws, "--listen", "127.0.0.1:0"}, tc.args...)
 		err := run(context.Background(), args, io.Discard, io.Discard)
@@ -121,4 +134,80 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPTokenCacheTTLBoundsRevocation proves against a real API server
+// what --mcp-token-cache-ttl bounds: two callers' ServiceAccount tokens are
+// accepted; once both ServiceAccounts are deleted, the caller behind a TTL
+// of 0 is refused as soon as the API server refuses the token (it caches
+// successful authentications itself for a few seconds), while the caller
+// behind a TTL of a minute is still accepted then.
+func TestMCPTokenCacheTTLBoundsRevocation(t *testing.T) {
+	env := testenv.Start(t)
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	srv, err := gateway.New(gateway.Options{Workspace: t.TempDir(), Audit: audit.NewJSONSink(io.Discard), Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	ctx := t.Context()
+	// initialize asks h to open an MCP session with token; it returns the status.
+	initialize := func(h http.Handler, token string) int {
+		body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
+			`"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	type caller struct {
+		h     http.Handler
+		token string
+	}
+	callers := map[string]*caller{}
+	for sa, ttl := range map[string]time.Duration{"uncached": 0, "cached": time.Minute} {
+		if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx,
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa,
+			&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{DefaultMCPAudience}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := mcpFlags{enabled: true, audience: DefaultMCPAudience, deniedTools: "mark", tokenCacheTTL: ttl}
+		h, err := m.handler(srv, nil, cs.AuthenticationV1().TokenReviews(), logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := initialize(h, tr.Status.Token); code != http.StatusOK {
+			t.Fatalf("%s: initialize with a valid token: %d, want 200", sa, code)
+		}
+		callers[sa] = &caller{h: h, token: tr.Status.Token}
+	}
+	for sa := range callers {
+		if err := cs.CoreV1().ServiceAccounts("default").Delete(ctx, sa, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleted := time.Now()
+	for initialize(callers["uncached"].h, callers["uncached"].token) != http.StatusUnauthorized {
+		if time.Since(deleted) > 40*time.Second {
+			t.Fatal("the uncached caller's token is still accepted 40s after its ServiceAccount was deleted")
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("uncached caller refused %s after its ServiceAccount was deleted", time.Since(deleted).Round(100*time.Millisecond))
+	if time.Since(deleted) < 50*time.Second {
+		if code := initialize(callers["cached"].h, callers["cached"].token); code != http.StatusOK {
+			t.Errorf("cached caller within its minute: %d, want 200 (from the cache)", code)
+		}
+	}
 }

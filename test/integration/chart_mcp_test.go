@@ -37,7 +37,7 @@ func TestChartMCPValues(t *testing.T) {
 	pod := gatewayPod(m)
 	args := pod.Containers[0].Args
 	for _, want := range []string{"--mcp", "--mcp-audience=toolhooks.dev/mcp", "--mcp-denied-tools=mark",
-		"--mcp-session-idle-timeout=30m", "--mcp-upstreams=/etc/toolhooks/mcp/upstreams.yaml"} {
+		"--mcp-session-idle-timeout=30m", "--mcp-token-cache-ttl=1m", "--mcp-upstreams=/etc/toolhooks/mcp/upstreams.yaml"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("gateway args %q lack %s", args, want)
 		}

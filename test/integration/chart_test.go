@@ -272,6 +272,7 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		"relative workspace":     {"gateway.workspace.mountPath=workspace", "gateway.workspace.mountPath"},
 		"unknown mcp list mode":  {"gateway.mcp.deniedTools=show", "gateway.mcp.deniedTools"},
 		"mcp upstream name":      {"gateway.mcp.upstreams[0].name=fs_1", "/gateway/mcp/upstreams/0/name"},
+		"mcp token cache ttl":    {"gateway.mcp.tokenCacheTTL=-1m", "gateway.mcp.tokenCacheTTL"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
