@@ -59,7 +59,7 @@ type metrics struct {
 	rejections     *prometheus.CounterVec
 	droppedDenials prometheus.Counter
 
-	// decisionByAPI are the decision histogram's series of the two APIs,
+	// decisionByAPI are the decision histogram's series of the APIs,
 	// looked up once (the histogram is never reset).
 	decisionByAPI map[string]prometheus.Observer
 
@@ -134,6 +134,7 @@ func newMetrics(reg prometheus.Registerer, toolNames, nativeHooks []string) (*me
 	m.decisionByAPI = map[string]prometheus.Observer{
 		apiToolCalls: m.decision.WithLabelValues(apiToolCalls),
 		apiDecisions: m.decision.WithLabelValues(apiDecisions),
+		apiMCP:       m.decision.WithLabelValues(apiMCP),
 	}
 	m.tools.setKnown(toolNames)
 	m.native = nativeHooks
