@@ -6,10 +6,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/jsonscan"
 )
 
 // Request bodies of tool calls are decoded in two ways. The strict decoder
@@ -62,34 +63,34 @@ const (
 // decides then). Its strings are substrings of text. The arguments are not
 // validated here: see fastCall.
 func parseCallFast(text string) (req fastRequest, ok bool) {
-	i := skipSpace(text, 0)
+	i := jsonscan.SkipSpace(text, 0)
 	if i >= len(text) || text[i] != '{' {
 		return req, false
 	}
-	i = skipSpace(text, i+1)
+	i = jsonscan.SkipSpace(text, i+1)
 	var seen uint8
 	for i < len(text) && text[i] == '"' {
-		key, next, ok := plainString(text, i)
+		key, next, ok := jsonscan.PlainString(text, i)
 		if !ok {
 			return req, false
 		}
-		i = skipSpace(text, next)
+		i = jsonscan.SkipSpace(text, next)
 		if i >= len(text) || text[i] != ':' {
 			return req, false
 		}
-		if i, ok = req.member(text, key, skipSpace(text, i+1), &seen); !ok {
+		if i, ok = req.member(text, key, jsonscan.SkipSpace(text, i+1), &seen); !ok {
 			return req, false
 		}
-		i = skipSpace(text, i)
+		i = jsonscan.SkipSpace(text, i)
 		if i >= len(text) || text[i] != ',' {
 			break // the '}' is checked below
 		}
-		i = skipSpace(text, i+1)
+		i = jsonscan.SkipSpace(text, i+1)
 		if i >= len(text) || text[i] != '"' {
 			return req, false
 		}
 	}
-	if i >= len(text) || text[i] != '}' || skipSpace(text, i+1) != len(text) || req.Tool == "" {
+	if i >= len(text) || text[i] != '}' || !jsonscan.IsBlank(text[i+1:]) || req.Tool == "" {
 		return req, false
 	}
 	return req, true
@@ -126,14 +127,14 @@ func (req *fastRequest) member(text, key string, i int, seen *uint8) (int, bool)
 	switch {
 	case field != nil:
 		var ok bool
-		*field, i, ok = plainString(text, i)
+		*field, i, ok = jsonscan.PlainString(text, i)
 		return i, ok
 	case bit == seenStreaming:
 		switch {
-		case hasPrefixAt(text, i, "true"):
+		case strings.HasPrefix(text[i:], "true"):
 			req.Streaming = true
 			return i + 4, true
-		case hasPrefixAt(text, i, "false"):
+		case strings.HasPrefix(text[i:], "false"):
 			return i + 5, true
 		}
 		return i, false
@@ -145,44 +146,6 @@ func (req *fastRequest) member(text, key string, i int, seen *uint8) (int, bool)
 		req.Arguments, req.argsAt = text[i:end], i
 		return end, true
 	}
-}
-
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-func hasPrefixAt(s string, i int, lit string) bool {
-	return len(s)-i >= len(lit) && s[i:i+len(lit)] == lit
-}
-
-// plainString returns the content of the JSON string starting at s[i] (a
-// quote) and the index after it, if the string has no escapes, no control
-// characters and is valid UTF-8, so that its content is its decoded value.
-func plainString(s string, i int) (string, int, bool) {
-	if i >= len(s) || s[i] != '"' {
-		return "", i, false
-	}
-	ascii := true
-	for j := i + 1; j < len(s); j++ {
-		switch c := s[j]; {
-		case c == '"':
-			v := s[i+1 : j]
-			if !ascii && !utf8.ValidString(v) {
-				return "", i, false
-			}
-			return v, j + 1, true
-		case c == '\\' || c < 0x20:
-			return "", i, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return "", i, false
 }
 
 // objectEnd returns the index after the object starting at s[i] ('{'),
@@ -198,11 +161,7 @@ func objectEnd(s string, i int) (int, bool) {
 	for ; i < len(s); i++ {
 		switch s[i] {
 		case '"':
-			for i++; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' {
-					i++
-				}
-			}
+			i = jsonscan.StringEnd(s, i)
 		case '{', '[':
 			if depth++; depth > maxFastArgsDepth {
 				return 0, false

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolhooks/toolhooks/internal/jsonscan"
 )
 
 // ErrInvalidArguments is wrapped by every error ParseArgs returns, so callers
@@ -42,7 +44,7 @@ func NewCall(tool, argsJSON string) *Call {
 // Error messages never quote the arguments beyond the single offending
 // character encoding/json reports, so they are safe to audit and log.
 func ParseArgs(argsJSON string) (map[string]any, error) {
-	if isBlankJSON(argsJSON) {
+	if jsonscan.IsBlank(argsJSON) {
 		return map[string]any{}, nil
 	}
 	args, err := parseArgs(argsJSON)
@@ -72,45 +74,45 @@ func parseArgs(s string) (map[string]any, error) {
 // valid UTF-8. ok is false for anything else, which the other parsers
 // decide; what it accepts it returns exactly as parseArgsStrict would.
 func parseArgsFlat(s string) (args map[string]any, ok bool) {
-	i := skipSpace(s, 0)
+	i := jsonscan.SkipSpace(s, 0)
 	if i >= len(s) || s[i] != '{' {
 		return nil, false
 	}
 	args = make(map[string]any, 4)
-	i = skipSpace(s, i+1)
+	i = jsonscan.SkipSpace(s, i+1)
 	if i < len(s) && s[i] == '}' {
-		return args, isBlankJSON(s[i+1:])
+		return args, jsonscan.IsBlank(s[i+1:])
 	}
 	for {
-		key, next, ok := plainJSONString(s, i)
+		key, next, ok := jsonscan.PlainString(s, i)
 		if !ok {
 			return nil, false
 		}
 		if _, dup := args[key]; dup {
 			return nil, false
 		}
-		i = skipSpace(s, next)
+		i = jsonscan.SkipSpace(s, next)
 		if i >= len(s) || s[i] != ':' {
 			return nil, false
 		}
 		var v any
-		if v, i, ok = scalar(s, skipSpace(s, i+1)); !ok {
+		if v, i, ok = scalar(s, jsonscan.SkipSpace(s, i+1)); !ok {
 			return nil, false
 		}
 		args[key] = v
-		i = skipSpace(s, i)
+		i = jsonscan.SkipSpace(s, i)
 		switch {
 		case i < len(s) && s[i] == ',':
-			i = skipSpace(s, i+1)
+			i = jsonscan.SkipSpace(s, i+1)
 		case i < len(s) && s[i] == '}':
-			return args, isBlankJSON(s[i+1:])
+			return args, jsonscan.IsBlank(s[i+1:])
 		default:
 			return nil, false
 		}
 	}
 }
 
-// scalar parses the JSON string (as plainJSONString), number, true, false
+// scalar parses the JSON string (as jsonscan.PlainString), number, true, false
 // or null at s[i], returning it as parseArgsStrict would and the index after it.
 func scalar(s string, i int) (any, int, bool) {
 	if i >= len(s) {
@@ -118,7 +120,7 @@ func scalar(s string, i int) (any, int, bool) {
 	}
 	switch c := s[i]; {
 	case c == '"':
-		return plainJSONString(s, i)
+		return jsonscan.PlainString(s, i)
 	case c == '-' || (c >= '0' && c <= '9'):
 		end, ok := numberEnd(s, i)
 		return json.Number(s[i:end]), end, ok
@@ -130,24 +132,6 @@ func scalar(s string, i int) (any, int, bool) {
 		return nil, i + 4, true
 	}
 	return nil, i, false
-}
-
-// plainJSONString returns the content of the JSON string at s[i] and the
-// index after it when the string has no escapes and no control characters,
-// so that (s being valid UTF-8) its content is its value.
-func plainJSONString(s string, i int) (string, int, bool) {
-	if i >= len(s) || s[i] != '"' {
-		return "", i, false
-	}
-	for j := i + 1; j < len(s); j++ {
-		switch c := s[j]; {
-		case c == '"':
-			return s[i+1 : j], j + 1, true
-		case c == '\\' || c < 0x20:
-			return "", i, false
-		}
-	}
-	return "", i, false
 }
 
 // numberEnd returns the index after the JSON number at s[i] (RFC 8259:
@@ -191,15 +175,6 @@ func numberEnd(s string, i int) (int, bool) {
 	return i, true
 }
 
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
-}
-
 // fastArgsDepth is the deepest nesting parseArgsFast accepts; deeper input
 // (legal up to maxArgsDepth) goes to the token parser.
 const fastArgsDepth = 64
@@ -228,7 +203,7 @@ func parseArgsFast(s string) (map[string]any, bool) {
 		return nil, false
 	}
 	m, isObject := v.(map[string]any)
-	if !isObject || !isBlankJSON(s[dec.InputOffset():]) || countMembers(m) != members {
+	if !isObject || !jsonscan.IsBlank(s[dec.InputOffset():]) || countMembers(m) != members {
 		return nil, false
 	}
 	return m, true
@@ -242,12 +217,7 @@ func scanMembers(s string) (members, maxDepth int, ok bool) {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '"':
-			for i++; i < len(s) && s[i] != '"'; i++ {
-				if s[i] == '\\' {
-					i++
-				}
-			}
-			if i >= len(s) {
+			if i = jsonscan.StringEnd(s, i); i >= len(s) {
 				return 0, 0, false
 			}
 		case ':':
@@ -410,16 +380,4 @@ func jsonKind(tok json.Token) string {
 	default:
 		return fmt.Sprintf("%T", tok)
 	}
-}
-
-// isBlankJSON reports whether s is empty or holds only JSON whitespace.
-func isBlankJSON(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case ' ', '\t', '\n', '\r':
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/toolhooks/toolhooks/internal/jsonscan"
 )
 
 // PlainHook is a hook that needs only the tool name and the raw arguments
@@ -74,7 +76,7 @@ func (p plainHook) TryAfter(ctx context.Context, call *Call, res *Result) error 
 
 // plainArgs is the arguments text a plain hook receives: "{}" when absent.
 func plainArgs(call *Call) string {
-	if isBlankJSON(call.ArgsJSON) {
+	if jsonscan.IsBlank(call.ArgsJSON) {
 		return "{}"
 	}
 	return call.ArgsJSON
