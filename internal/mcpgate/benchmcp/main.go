@@ -189,9 +189,11 @@ func (s shape) String() string {
 
 // result is one measured run.
 type result struct {
-	calls, errors, dropped  int
-	p50, p99, max           time.Duration
-	gatewayCPU, upstreamCPU time.Duration // per call
+	calls, errors, dropped int
+	p50, p99, max          time.Duration
+	// CPU per call of the process in front of the upstream (the gateway,
+	// or the sdk proxy on that path) and of the upstream.
+	gatewayCPU, upstreamCPU time.Duration
 	// gateway, per call: context switches of all its threads, bytes
 	// allocated (go_memstats_alloc_bytes_total) and GC cycles per 1000 calls.
 	gatewaySwitches, gatewayAllocKB, gatewayGCs float64
@@ -313,8 +315,9 @@ func progress(o options, format string, args ...any) {
 	_, _ = fmt.Fprintf(o.progress, "benchmcp: "+format+"\n", args...)
 }
 
-// measure runs shape s against t for d. gw and up, when set, are sampled
-// for their CPU time.
+// measure runs shape s against t for d. gw (the process in front of the
+// upstream: the gateway or the sdk proxy) and up, when set, are sampled for
+// their CPU time.
 func measure(ctx context.Context, t target, s shape, d time.Duration, gw, up *proc) result {
 	var cpu0 [2]time.Duration
 	cpu0[0], cpu0[1] = gw.cpu(), up.cpu()
