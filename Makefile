@@ -90,10 +90,14 @@ envtest: ## Build (once) the envtest kube-apiserver, etcd and kubectl from sourc
 	@hack/setup-envtest.sh
 
 .PHONY: test
-test: generate manifests fmt vet helm kustomize mcp-npm ## Run all unit and envtest suites with -race.
+test: generate manifests fmt vet helm kustomize test-deps mcp-npm ## Run all unit and envtest suites with -race.
 	@assets="$$(hack/setup-envtest.sh)"; \
 	echo "Running tests with KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $(TEST_FLAGS) $(TEST_PKGS)
+
+.PHONY: test-deps
+test-deps: ## Install (from Debian, when missing) the programs the tests run: node, npm, bash, dash, strace.
+	@hack/test-deps.sh
 
 # The third-party MCP packages the gateway's MCP tests run (internal/mcpgate),
 # pinned by hack/mcp-npm/package-lock.json.
@@ -102,7 +106,7 @@ MCP_NPM_DIR := hack/mcp-npm
 .PHONY: mcp-npm
 mcp-npm: $(MCP_NPM_DIR)/node_modules/.package-lock.json ## Install the pinned MCP npm packages for the tests (npm ci).
 $(MCP_NPM_DIR)/node_modules/.package-lock.json: $(MCP_NPM_DIR)/package.json $(MCP_NPM_DIR)/package-lock.json
-	@command -v npm >/dev/null || { echo "npm is not installed: the MCP tests need it (.ci/run installs Debian's npm)"; exit 1; }
+	@command -v npm >/dev/null || hack/test-deps.sh
 	cd $(MCP_NPM_DIR) && npm ci --no-audit --no-fund
 	@touch $@
 
