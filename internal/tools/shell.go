@@ -39,7 +39,9 @@ const shellWaitDelay = 2 * time.Second
 //     removed after the call, LANG) plus what the script exported;
 //   - every file the interpreter opens itself (redirections, $(<file),
 //     source) is shown to the guard and opened beneath the workspace; only
-//     /dev/null, and reading /dev/zero and /dev/urandom, are exempt;
+//     /dev/null, and reading /dev/zero and /dev/urandom, are exempt, and
+//     /dev/stdout, /dev/stderr, /dev/fd/1 and /dev/fd/2 name the command's
+//     own output (never the gateway's);
 //   - glob expansion lists only directories in the workspace;
 //   - cd and pushd may not leave the workspace (nor use "cd -", a bare cd or
 //     CDPATH, whose targets the script controls); builtin and command are
@@ -292,6 +294,13 @@ func (s *shellRun) open(ctx context.Context, path string, flag int, perm os.File
 		}
 	}
 	hc := interp.HandlerCtx(ctx)
+	// The script's own output streams, never the gateway's.
+	switch path {
+	case "/dev/stdout", "/dev/fd/1":
+		return nopCloser{hc.Stdout}, nil
+	case "/dev/stderr", "/dev/fd/2":
+		return nopCloser{hc.Stderr}, nil
+	}
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(hc.Dir, path)
 	}
@@ -311,6 +320,13 @@ func (s *shellRun) open(ctx context.Context, path string, flag int, perm os.File
 	}
 	return f, nil
 }
+
+// nopCloser is a write-only stream whose Close does nothing.
+type nopCloser struct{ w io.Writer }
+
+func (n nopCloser) Read([]byte) (int, error)    { return 0, io.EOF }
+func (n nopCloser) Write(p []byte) (int, error) { return n.w.Write(p) }
+func (n nopCloser) Close() error                { return nil }
 
 // clearNonblock undoes the O_NONBLOCK a FIFO was opened with (so that
 // opening one cannot hang the call) for ordinary reads and writes.
