@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
 
 // soundEnv is a gateway whose audit log is a real file outside the
@@ -348,4 +349,57 @@ func TestAllowedCommandsKeepWorking(t *testing.T) {
 		}
 	}
 	s.sentinelsIntact()
+}
+
+// Without Landlock the gateway decides calls but runs no tool, unless the
+// sandbox is explicitly off; /readyz and the metrics say which.
+func TestWithoutLandlockToolCallsAreRefusedUnlessTheSandboxIsOff(t *testing.T) {
+	noLandlock := func() (int, error) { return 0, unix.ENOSYS }
+	for _, tc := range []struct {
+		mode, state, ready string
+		runs               bool
+	}{
+		{sandbox.ModeLandlock, "unavailable", "unavailable: ", false},
+		{sandbox.ModeOff, "off", "off: ", true},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			sb, err := sandbox.New(sandbox.Config{Mode: tc.mode, ABI: noLandlock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newEnv(t, func(o *gateway.Options) { o.Sandbox = sb })
+			e.mustPush(compileYAML(t, e.ws, openPolicy))
+			if d := e.decide("shell", `{"command":"echo ran > ran.txt"}`); !d.Allowed {
+				t.Errorf("decisions must still work: %+v", d)
+			}
+			for _, call := range [][2]string{
+				{"shell", `{"command":"echo ran > ran.txt"}`},
+				{"write_file", `{"path":"written.txt","content":"x"}`},
+				{"read_file", `{"path":"README.md"}`},
+			} {
+				r := e.call(call[0], call[1])
+				if tc.runs != (r.Status == "succeeded") {
+					t.Errorf("%s: %+v", call[0], r)
+				}
+			}
+			for _, f := range []string{"ran.txt", "written.txt"} {
+				if _, err := os.Stat(filepath.Join(e.ws, f)); (err == nil) != tc.runs {
+					t.Errorf("%s exists: %v", f, err == nil)
+				}
+			}
+			status, body := e.do("GET", "/readyz", "", nil, nil)
+			var ready gateway.ReadyResponse
+			mustUnmarshal(t, body, &ready)
+			if status != 200 || !ready.Ready || !strings.HasPrefix(ready.Sandbox, tc.ready) {
+				t.Errorf("/readyz %d %+v", status, ready)
+			}
+			if m := e.metrics(); !strings.Contains(m, `toolhooks_sandbox_info{abi="0",state="`+tc.state+`"} 1`) {
+				t.Errorf("metrics lack the sandbox state %s", tc.state)
+			}
+		})
+	}
+	e := newEnv(t, nil)
+	if m := e.metrics(); !strings.Contains(m, `toolhooks_sandbox_info{abi="`) || !strings.Contains(m, `state="landlock"} 1`) {
+		t.Error("the default sandbox is not Landlock on this kernel")
+	}
 }
