@@ -25,6 +25,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/plugins"
+	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
 
 func main() {
@@ -47,6 +48,7 @@ type flags struct {
 	staticTokenFile string
 	shutdownTimeout time.Duration
 	gogc            int // garbage collector percentage to set; 0 keeps the runtime's (GOGC)
+	sandbox         sandbox.Config
 	kube            kubeFlags
 	mcp             mcpFlags
 }
@@ -73,6 +75,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.staticTokenFile, "static-token-file", "", "accept configuration pushes bearing the token in this file (standalone use)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for calls in flight on shutdown")
 	gogc := fs.Int("gogc", defaultGOGC, "garbage collector percentage (as GOGC); without this flag a GOGC environment variable wins")
+	fs.StringVar(&f.sandbox.Mode, "sandbox", sandbox.ModeLandlock, "confinement of the processes tools start: landlock, or off (only where Landlock is missing; reported by /readyz, a metric and the log)")
+	readExec := fs.String("sandbox-read-exec-dirs", strings.Join(sandbox.DefaultReadExecDirs, ","), "comma-separated paths confined processes may read and execute beneath")
 	f.kube.register(fs)
 	f.mcp.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -104,6 +108,19 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	}
 	if f.toolTimeout == 0 {
 		f.toolTimeout = -1 // gateway.Options: negative means none
+	}
+	if f.sandbox.Mode != sandbox.ModeLandlock && f.sandbox.Mode != sandbox.ModeOff {
+		return f, fmt.Errorf("--sandbox %q: want %s or %s", f.sandbox.Mode, sandbox.ModeLandlock, sandbox.ModeOff)
+	}
+	f.sandbox.ReadExecDirs = []string{}
+	for d := range strings.SplitSeq(*readExec, ",") {
+		if d = strings.TrimSpace(d); d == "" {
+			continue
+		}
+		if !filepath.IsAbs(d) {
+			return f, fmt.Errorf("--sandbox-read-exec-dirs: %q is not an absolute path", d)
+		}
+		f.sandbox.ReadExecDirs = append(f.sandbox.ReadExecDirs, d)
 	}
 	return f, nil
 }
@@ -146,7 +163,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer pluginHost.Close() // after the HTTP server has shut down: stops the plugin processes
+	sb, err := sandbox.New(f.sandbox)
+	if err != nil {
+		return err
+	}
 	opts := gateway.Options{
+		Sandbox:     sb,
 		Workspace:   f.workspace,
 		ToolTimeout: f.toolTimeout,
 		Audit:       audit.NewJSONSink(stdout),

@@ -28,6 +28,8 @@ func TestParseFlags(t *testing.T) {
 		{"a missing workspace", []string{"--workspace", filepath.Join(ws, "nope")}, "is not an existing directory"},
 		{"bad labels", []string{"--workspace", ws, "--labels", "a=b,c"}, `--labels: "c" is not key=value`},
 		{"stray arguments", []string{"--workspace", ws, "extra"}, "unexpected arguments: extra"},
+		{"an unknown sandbox", []string{"--workspace", ws, "--sandbox", "none"}, `--sandbox "none"`},
+		{"a relative sandbox dir", []string{"--workspace", ws, "--sandbox-read-exec-dirs", "/usr,bin"}, `"bin" is not an absolute path`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,8 +43,13 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.listen != ":8080" || f.namespace != "default" || f.labels["track"] != "canary" || f.labels["app"] != "gw" || f.toolTimeout >= 0 {
+	if f.listen != ":8080" || f.namespace != "default" || f.labels["track"] != "canary" || f.labels["app"] != "gw" || f.toolTimeout >= 0 ||
+		f.sandbox.Mode != "landlock" || len(f.sandbox.ReadExecDirs) == 0 || f.sandbox.ReadExecDirs[0] != "/usr" {
 		t.Errorf("flags %+v", f)
+	}
+	f, err = parseFlags([]string{"--workspace", ws, "--sandbox=off", "--sandbox-read-exec-dirs", "/usr, /opt/tools"}, io.Discard)
+	if err != nil || f.sandbox.Mode != "off" || strings.Join(f.sandbox.ReadExecDirs, ",") != "/usr,/opt/tools" {
+		t.Errorf("sandbox flags %+v %v", f.sandbox, err)
 	}
 }
 

@@ -70,7 +70,7 @@ func (m *mcpFlags) connect(ctx context.Context, opts *gateway.Options, log *slog
 	if err != nil {
 		return nil, err
 	}
-	builtins, err := tools.Builtins(opts.Workspace, tools.Options{})
+	builtins, err := tools.Builtins(opts.Workspace, tools.Options{Sandbox: opts.Sandbox})
 	if err != nil {
 		ups.Close()
 		return nil, fmt.Errorf("built-in tools: %w", err)

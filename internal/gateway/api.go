@@ -100,6 +100,9 @@ type ReadyResponse struct {
 	Ready    bool   `json:"ready"`
 	Revision string `json:"revision,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Sandbox describes how the processes tools start are confined, e.g.
+	// "landlock ABI 7", "off: ..." or "unavailable: ..." (tools refused).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 func denialOf(d *hooks.Decision) *Denial {

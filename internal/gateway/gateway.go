@@ -41,6 +41,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/sandbox"
 	"github.com/toolhooks/toolhooks/internal/tools"
 )
 
@@ -113,6 +114,11 @@ type Options struct {
 	// ToolTraits declare the path arguments and read-only tools among Tools
 	// beyond the built-ins (upstream MCP tools); every AutonomyPolicy adds them.
 	ToolTraits gatewayconfig.ToolTraits
+	// Sandbox confines the processes the built-in tools start; nil means
+	// Landlock with the default directories. Where it is unusable the
+	// built-in tools refuse every call (decisions still work); /readyz, the
+	// toolhooks_sandbox_info metric and the log report its state.
+	Sandbox *sandbox.Sandbox
 }
 
 // Server is the gateway. It is safe for concurrent use; create it with New
@@ -172,8 +178,13 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, tools: opts.Tools, state: gatewayconfig.NewState(),
 		native: slices.Clone(opts.Native), nativeSet: nativeSet}
 	s.opts.Native = s.native
+	if s.opts.Sandbox == nil {
+		if s.opts.Sandbox, err = sandbox.New(sandbox.Config{}); err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+	}
 	if s.tools == nil {
-		builtins, err := tools.Builtins(opts.Workspace, tools.Options{})
+		builtins, err := tools.Builtins(opts.Workspace, tools.Options{Sandbox: s.opts.Sandbox})
 		if err != nil {
 			return nil, fmt.Errorf("gateway: built-in tools: %w", err)
 		}
@@ -194,6 +205,9 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
 	s.metrics = m
+	if err := s.reportSandbox(opts.Registry, s.opts.Sandbox); err != nil {
+		return nil, fmt.Errorf("gateway: metrics: %w", err)
+	}
 	initial, err := hooks.NewExecutor([]hooks.Entry{
 		{Hook: audit.New(opts.Audit)},
 		{Hook: noPolicy{}},

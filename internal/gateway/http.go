@@ -177,10 +177,10 @@ func (readCloser) Close() error { return nil }
 func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	st := s.Status()
 	if st.Revision == "" {
-		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Reason: NoPolicyReason})
+		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Reason: NoPolicyReason, Sandbox: s.opts.Sandbox.Status()})
 		return
 	}
-	writeJSON(w, http.StatusOK, ReadyResponse{Ready: true, Revision: st.Revision})
+	writeJSON(w, http.StatusOK, ReadyResponse{Ready: true, Revision: st.Revision, Sandbox: s.opts.Sandbox.Status()})
 }
 
 func (s *Server) handleGetConfig(w http.ResponseWriter, _ *http.Request) {

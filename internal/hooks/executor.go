@@ -48,6 +48,7 @@ type FallibleAfterHook interface {
 // built and safe for concurrent use.
 type Executor struct {
 	entries []entry
+	guards  []*entry // the entries whose hook is a RuntimeGuard
 	tools   map[string]Tool
 	timeout time.Duration
 	log     *slog.Logger
@@ -120,6 +121,7 @@ func NewExecutor(entries []Entry, tools []Tool, opts ...Option) (*Executor, erro
 			failOpen: en.FailOpen,
 		})
 	}
+	e.guards = guardEntries(e.entries)
 	for i, t := range tools {
 		if t == nil {
 			return nil, fmt.Errorf("tool %d is nil", i)
@@ -161,6 +163,10 @@ func (en Entry) validate() error {
 //  3. The tool runs with the executor's timeout: TimedOutText on timeout,
 //     FailedText on an error or panic (Failed is true for both). Output that
 //     merely starts with "Error:" is a success. Duration covers the tool only.
+//     The tool's context carries a Guard (GuardFromContext) of the hooks
+//     that implement RuntimeGuard; a tool that returns the *RuntimeDenial of
+//     a check yields a denial like the before phase's (Status denied, the
+//     hook's denial text, the Decision in Denial).
 //  4. The after phase runs every hook's after-callback in order, for every
 //     outcome including unknown tools and denials, so that the audit hook
 //     records each call exactly once. After-callbacks get a copy of the
@@ -363,6 +369,8 @@ func (e *Executor) runTool(ctx context.Context, tool Tool, call *Call, res *Resu
 		tctx, cancel = context.WithTimeout(ctx, e.timeout)
 		defer cancel()
 	}
+	guard := e.newGuard(call)
+	tctx = WithGuard(tctx, guard)
 	start := e.now()
 	var o toolOutcome
 	if e.timeout > 0 {
@@ -381,8 +389,17 @@ func (e *Executor) runTool(ctx context.Context, tool Tool, call *Call, res *Resu
 		o = invokeTool(tctx, tool, call.Args)
 	}
 	res.Duration = e.now().Sub(start)
+	for _, w := range guard.Warnings() {
+		if !hasWarning(res.Warnings, w) { // the before phase already warned of it
+			res.Warnings = append(res.Warnings, w)
+		}
+	}
 
-	switch {
+	switch rd, denied := errors.AsType[*RuntimeDenial](o.err); {
+	case denied:
+		// A runtime check refused what the tool was about to do.
+		deny(res, rd.denial, rd.Decision)
+		return
 	case o.err == nil:
 		res.Status = StatusSucceeded
 		res.Output = o.out

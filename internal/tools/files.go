@@ -2,12 +2,20 @@ package tools
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 // readFile: {path}. Returns the file's text; refuses directories, files over
@@ -25,33 +33,45 @@ func (w *Workspace) doReadFile(ctx context.Context, m map[string]any) (string, e
 	if err != nil {
 		return "", err
 	}
-	if err := checkContext(ctx); err != nil {
+	g, err := w.begin(ctx)
+	if err != nil {
 		return "", err
 	}
-	f, err := os.Open(p)
+	data, err := w.readBeneath(ctx, g, ReadFile, p, w.opts.MaxReadBytes)
 	if err != nil {
-		return "", fsError(ReadFile, w.display(p), err)
-	}
-	defer func() { _ = f.Close() }()
-	st, err := f.Stat()
-	if err != nil {
-		return "", fsError(ReadFile, w.display(p), err)
-	}
-	if st.IsDir() {
-		return "", userErrorf("%s: %s is a directory (use %s)", ReadFile, w.display(p), ListDir)
-	}
-	max := w.opts.MaxReadBytes
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return "", fsError(ReadFile, w.display(p), err)
-	}
-	if int64(len(data)) > max {
-		return "", userErrorf("%s: %s is larger than the %d-byte limit", ReadFile, w.display(p), max)
+		return "", err
 	}
 	if !utf8.Valid(data) {
 		return "", userErrorf("%s: %s is not UTF-8 text", ReadFile, w.display(p))
 	}
 	return string(data), nil
+}
+
+// readBeneath reads the regular file p of at most max bytes.
+func (w *Workspace) readBeneath(ctx context.Context, g *hooks.Guard, tool, p string, max int64) ([]byte, error) {
+	f, err := w.openChecked(ctx, g, p, os.O_RDONLY|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fsError(tool, w.display(p), err)
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fsError(tool, w.display(p), err)
+	}
+	if st.IsDir() {
+		return nil, userErrorf("%s: %s is a directory (use %s)", tool, w.display(p), ListDir)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, userErrorf("%s: %s is not a regular file", tool, w.display(p))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fsError(tool, w.display(p), err)
+	}
+	if int64(len(data)) > max {
+		return nil, userErrorf("%s: %s is larger than the %d-byte limit", tool, w.display(p), max)
+	}
+	return data, nil
 }
 
 // writeFile: {path, content}. Creates or replaces the file (and missing
@@ -76,17 +96,18 @@ func (w *Workspace) doWriteFile(ctx context.Context, m map[string]any) (string, 
 	if len(content) > w.opts.MaxWriteBytes {
 		return "", userErrorf("%s: content is larger than the %d-byte limit", WriteFile, w.opts.MaxWriteBytes)
 	}
-	if err := checkContext(ctx); err != nil {
+	g, err := w.begin(ctx)
+	if err != nil {
 		return "", err
 	}
-	if st, err := os.Stat(p); err == nil && st.IsDir() {
-		return "", userErrorf("%s: %s is a directory", WriteFile, w.display(p))
+	if err := g.Open(ctx, p, true); err != nil {
+		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := w.mkdirBeneath(filepath.Dir(p), 0o755); err != nil {
 		return "", fsError(WriteFile, w.display(filepath.Dir(p)), err)
 	}
-	if err := writeAtomic(p, []byte(content)); err != nil {
-		return "", fsError(WriteFile, w.display(p), err)
+	if err := w.writeAtomic(ctx, g, WriteFile, p, []byte(content)); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("Wrote %d bytes to %s", len(content), w.display(p)), nil
 }
@@ -114,22 +135,16 @@ func (w *Workspace) doEditFile(ctx context.Context, m map[string]any) (string, e
 	if err != nil {
 		return "", err
 	}
-	if err := checkContext(ctx); err != nil {
+	g, err := w.begin(ctx)
+	if err != nil {
 		return "", err
 	}
-	st, err := os.Stat(p)
+	if err := g.Open(ctx, p, true); err != nil {
+		return "", err
+	}
+	data, err := w.readBeneath(ctx, g, EditFile, p, int64(w.opts.MaxWriteBytes))
 	if err != nil {
-		return "", fsError(EditFile, w.display(p), err)
-	}
-	if st.IsDir() {
-		return "", userErrorf("%s: %s is a directory", EditFile, w.display(p))
-	}
-	if st.Size() > int64(w.opts.MaxWriteBytes) {
-		return "", userErrorf("%s: %s is larger than the %d-byte limit", EditFile, w.display(p), w.opts.MaxWriteBytes)
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return "", fsError(EditFile, w.display(p), err)
+		return "", err
 	}
 	text := string(data)
 	switch n := strings.Count(text, oldS); n {
@@ -143,8 +158,8 @@ func (w *Workspace) doEditFile(ctx context.Context, m map[string]any) (string, e
 	if len(text) > w.opts.MaxWriteBytes {
 		return "", userErrorf("%s: the edited file would be larger than the %d-byte limit", EditFile, w.opts.MaxWriteBytes)
 	}
-	if err := writeAtomic(p, []byte(text)); err != nil {
-		return "", fsError(EditFile, w.display(p), err)
+	if err := w.writeAtomic(ctx, g, EditFile, p, []byte(text)); err != nil {
+		return "", err
 	}
 	return "Edited " + w.display(p), nil
 }
@@ -167,13 +182,23 @@ func (w *Workspace) doListDir(ctx context.Context, m map[string]any) (string, er
 	if !ok {
 		p = w.res.Real
 	}
-	if err := checkContext(ctx); err != nil {
+	g, err := w.begin(ctx)
+	if err != nil {
 		return "", err
 	}
-	ents, err := os.ReadDir(p)
+	f, err := w.openChecked(ctx, g, p, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOTDIR) {
+			return "", userErrorf("%s: %s is not a directory", ListDir, w.display(p))
+		}
+		return "", fsError(ListDir, w.display(p), err)
+	}
+	defer func() { _ = f.Close() }()
+	ents, err := f.ReadDir(-1)
 	if err != nil {
 		return "", fsError(ListDir, w.display(p), err)
 	}
+	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var b strings.Builder
 	for i, e := range ents {
 		if i == w.opts.MaxListEntries {
@@ -185,7 +210,7 @@ func (w *Workspace) doListDir(ctx context.Context, m map[string]any) (string, er
 		case e.IsDir():
 			b.WriteByte('/')
 		case e.Type()&os.ModeSymlink != 0:
-			if t, err := os.Readlink(filepath.Join(p, e.Name())); err == nil {
+			if t, err := readlinkat(f, e.Name()); err == nil {
 				b.WriteString(" -> " + t)
 			}
 		}
@@ -197,32 +222,70 @@ func (w *Workspace) doListDir(ctx context.Context, m map[string]any) (string, er
 	return b.String(), nil
 }
 
-// writeAtomic replaces p's content through a temporary file in its directory,
-// keeping p's permissions when it exists.
-func writeAtomic(p string, data []byte) (err error) {
-	mode := os.FileMode(0o644)
-	if st, err := os.Stat(p); err == nil {
-		mode = st.Mode().Perm()
-	}
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".toolhooks-*")
+// readlinkat reads the symlink name in the directory dir.
+func readlinkat(dir *os.File, name string) (string, error) {
+	buf := make([]byte, 4096)
+	n, err := unix.Readlinkat(int(dir.Fd()), name, buf)
 	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
+
+// writeAtomic replaces p's content through a temporary file in its
+// directory, keeping p's permissions when it exists. The directory is opened
+// beneath the workspace and checked by its real path; the temporary file is
+// created and renamed relative to that descriptor, so neither step follows a
+// symlink that appears after the check.
+func (w *Workspace) writeAtomic(ctx context.Context, g *hooks.Guard, tool, p string, data []byte) (err error) {
+	dirPath, base := filepath.Dir(p), filepath.Base(p)
+	dir, err := w.openChecked(ctx, g, dirPath, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return fsError(tool, w.display(dirPath), err)
+	}
+	defer func() { _ = dir.Close() }()
+	realDir, err := fdPath(dir)
+	if err != nil {
+		return fmt.Errorf("%s: locating %s: %w", tool, dirPath, err)
+	}
+	if err := g.Open(ctx, filepath.Join(realDir, base), true); err != nil {
 		return err
 	}
+	dfd := int(dir.Fd())
+	mode := uint32(0o644)
+	var st unix.Stat_t
+	switch err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR:
+		return userErrorf("%s: %s is a directory", tool, w.display(p))
+	case err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG:
+		mode = st.Mode & 0o7777
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := "." + base + ".toolhooks-" + hex.EncodeToString(rnd[:])
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fsError(tool, w.display(p), &os.PathError{Op: "create", Path: tmp, Err: err})
+	}
+	f := os.NewFile(uintptr(fd), tmp)
 	defer func() {
 		if err != nil {
-			_ = os.Remove(f.Name())
+			_ = unix.Unlinkat(dfd, tmp, 0)
 		}
 	}()
 	if _, err = f.Write(data); err != nil {
 		_ = f.Close()
-		return err
+		return fsError(tool, w.display(p), err)
 	}
-	if err = f.Chmod(mode); err != nil {
+	if err = f.Chmod(os.FileMode(mode)); err != nil {
 		_ = f.Close()
-		return err
+		return fsError(tool, w.display(p), err)
 	}
 	if err = f.Close(); err != nil {
-		return err
+		return fsError(tool, w.display(p), err)
 	}
-	return os.Rename(f.Name(), p)
+	if err = unix.Renameat(dfd, tmp, dfd, base); err != nil {
+		return fsError(tool, w.display(p), &os.PathError{Op: "rename", Path: p, Err: err})
+	}
+	return nil
 }

@@ -5,22 +5,52 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
-	"strconv"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
 
-// shellWaitDelay is how long the shell tool waits for output after its
-// process group was killed before giving up on the pipes.
+// shellWaitDelay is how long the shell tool waits for a command's output
+// after its process group was killed before giving up on the pipes.
 const shellWaitDelay = 2 * time.Second
 
-// shell: {command, cwd?}. Runs `/bin/sh -c command` in cwd (default the
-// workspace root) in its own process group, which is killed when the call's
-// context ends. Returns the combined output, capped at MaxOutputBytes with a
-// truncation note, and a note of a non-zero exit status.
+// shell: {command, cwd?}. Interprets command as bash with mvdan.cc/sh (the
+// parser the policy checks use), in cwd (default the workspace root), never
+// through /bin/sh:
+//
+//   - every program it starts is first shown to the call's guard with its
+//     final argv (after parameter, command-substitution, brace and glob
+//     expansion), the variables the script set for it and its directory, and
+//     then started by the sandbox, in its own process group, with a fixed
+//     environment (PATH, HOME and TMPDIR pointing to a private directory
+//     removed after the call, LANG) plus what the script exported;
+//   - every file the interpreter opens itself (redirections, $(<file),
+//     source) is shown to the guard and opened beneath the workspace; only
+//     /dev/null, and reading /dev/zero and /dev/urandom, are exempt, and
+//     /dev/stdout, /dev/stderr, /dev/fd/1 and /dev/fd/2 name the command's
+//     own output (never the gateway's);
+//   - glob expansion lists only directories in the workspace;
+//   - cd and pushd may not leave the workspace (nor use "cd -", a bare cd or
+//     CDPATH, whose targets the script controls); builtin and command are
+//     looked through. exec, eval, source, trap callbacks and functions run
+//     in the same interpreter, so what they run meets the same handlers.
+//
+// A denial stops the whole command and is returned as the guard's error.
+// Returns the combined output, capped at MaxOutputBytes with a truncation
+// note, and a note of a non-zero exit status.
 func (w *Workspace) shell(ctx context.Context, m map[string]any) (string, error) {
 	return result(w.doShell(ctx, m))
 }
@@ -41,47 +71,281 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 	if !ok {
 		dir = w.res.Real
 	}
+	if !w.res.Within(dir) {
+		return "", userErrorf("%s: cwd %s is outside the workspace", Shell, dir)
+	}
 	if st, err := os.Stat(dir); err != nil {
 		return "", fsError(Shell, w.display(dir), err)
 	} else if !st.IsDir() {
 		return "", userErrorf("%s: cwd %s is not a directory", Shell, w.display(dir))
 	}
-	if err := checkContext(ctx); err != nil {
+	g, err := w.begin(ctx)
+	if err != nil {
 		return "", err
 	}
+	file, err := shellcheck.ParseBash(command)
+	if err != nil {
+		return "", userErrorf("%s: %v", Shell, err)
+	}
+	tmp, err := os.MkdirTemp("", "toolhooks-shell-")
+	if err != nil {
+		return "", fmt.Errorf("shell: private directory: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(tmp) }()
 
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(errors.New("shell command finished"))
+	run := &shellRun{w: w, guard: g, tmp: tmp, cancel: cancel, base: w.baseEnv(tmp)}
 	out := &cappedBuffer{max: w.opts.MaxOutputBytes}
-	cmd := exec.CommandContext(ctx, w.opts.Shell, "-c", command)
-	cmd.Dir = dir
-	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = shellWaitDelay
-	err = cmd.Run()
+	r, err := interp.New(
+		interp.Dir(dir),
+		interp.Env(expand.ListEnviron(run.base...)),
+		interp.StdIO(nil, out, out),
+		interp.CallHandler(run.call),
+		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return run.exec }),
+		interp.OpenHandler(run.open),
+		interp.ReadDirHandler2(run.readDir),
+	)
+	if err != nil {
+		return "", fmt.Errorf("shell: %w", err)
+	}
+	err = r.Run(ctx, file)
+	if d := run.denied(); d != nil {
+		return "", d
+	}
 	if ctx.Err() != nil {
 		return "", fmt.Errorf("shell command interrupted: %w", context.Cause(ctx))
 	}
 	text := out.String()
 	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			return "", fmt.Errorf("running shell command: %w", err)
-		}
 		if text != "" && text[len(text)-1] != '\n' {
 			text += "\n"
 		}
-		text += "[exit status " + exitStatus(ee) + "]"
+		if status, ok := interp.IsExitStatus(err); ok {
+			text += fmt.Sprintf("[exit status %d]", status)
+		} else {
+			text += "[shell error: " + err.Error() + "]"
+		}
 	}
 	return text, nil
 }
 
-// exitStatus describes how a process ended.
-func exitStatus(ee *exec.ExitError) string {
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return "signal " + ws.Signal().String()
+// baseEnv is the environment every command starts from.
+func (w *Workspace) baseEnv(tmp string) []string {
+	return []string{"PATH=" + w.opts.Path, "HOME=" + tmp, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
+}
+
+// shellRun is one shell tool call's interpreter state.
+type shellRun struct {
+	w      *Workspace
+	guard  *hooks.Guard
+	tmp    string
+	base   []string
+	cancel context.CancelCauseFunc
+
+	mu     sync.Mutex
+	denial error
+}
+
+// deny records the first refusal and stops the whole command.
+func (s *shellRun) deny(err error) error {
+	s.mu.Lock()
+	if s.denial == nil {
+		s.denial = err
 	}
-	return strconv.Itoa(ee.ExitCode())
+	s.mu.Unlock()
+	s.cancel(err)
+	return err
+}
+
+func (s *shellRun) denied() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.denial
+}
+
+// call sees every simple command, builtins included, before it runs.
+func (s *shellRun) call(ctx context.Context, args []string) ([]string, error) {
+	eff := args
+	for len(eff) > 1 && (eff[0] == "builtin" || eff[0] == "command") && !strings.HasPrefix(eff[1], "-") {
+		eff = eff[1:]
+	}
+	switch eff[0] {
+	case "cd", "pushd":
+		if err := s.chdir(ctx, eff); err != nil {
+			return nil, s.deny(err)
+		}
+	}
+	return args, nil
+}
+
+// chdir refuses a cd or pushd that could leave the workspace.
+func (s *shellRun) chdir(ctx context.Context, args []string) error {
+	hc := interp.HandlerCtx(ctx)
+	var targets []string
+	opts := true
+	for _, a := range args[1:] {
+		switch {
+		case opts && a == "--":
+			opts = false
+		case opts && (a == "-L" || a == "-P" || a == "-e" || a == "-n"):
+		default:
+			targets = append(targets, a)
+			opts = false
+		}
+	}
+	if len(targets) == 0 {
+		if args[0] == "pushd" {
+			return nil // swaps the top two directories, both checked when pushed
+		}
+		return userErrorf("%s: a bare cd goes to $HOME, outside the workspace", Shell)
+	}
+	t := targets[0]
+	if args[0] == "pushd" && len(t) > 1 && (t[0] == '+' || t[0] == '-') && strings.Trim(t[1:], "0123456789") == "" {
+		return nil // rotates the stack of checked directories
+	}
+	if t == "-" {
+		return userErrorf("%s: cd - goes to $OLDPWD, which the script controls", Shell)
+	}
+	if v := hc.Env.Get("CDPATH"); v.IsSet() && v.String() != "" && !filepath.IsAbs(t) {
+		return userErrorf("%s: cd with CDPATH set is not supported", Shell)
+	}
+	real, err := s.w.res.ResolveFrom(hc.Dir, t)
+	if err != nil || !s.w.res.Within(real) {
+		return userErrorf("%s: %s %s leaves the workspace", Shell, args[0], t)
+	}
+	return nil
+}
+
+// environ returns a command's environment (the base, then what the script
+// exported) and the part of it that differs from the base.
+func (s *shellRun) environ(env expand.Environ) (all, added []string) {
+	all = slices.Clone(s.base)
+	env.Each(func(name string, vr expand.Variable) bool {
+		if !vr.Exported || vr.Kind != expand.String {
+			return true
+		}
+		kv := name + "=" + vr.Str
+		if slices.Contains(s.base, kv) {
+			return true
+		}
+		if name != "PWD" && name != "OLDPWD" {
+			added = append(added, kv)
+		}
+		all = slices.DeleteFunc(all, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+		all = append(all, kv)
+		return true
+	})
+	return all, added
+}
+
+// exec runs one external command after the guard allowed its final argv.
+func (s *shellRun) exec(ctx context.Context, args []string) error {
+	hc := interp.HandlerCtx(ctx)
+	if !s.w.res.Within(hc.Dir) {
+		return s.deny(userErrorf("%s: the working directory %s is outside the workspace", Shell, hc.Dir))
+	}
+	env, added := s.environ(hc.Env)
+	if err := s.guard.Exec(ctx, hc.Dir, added, args); err != nil {
+		return s.deny(err)
+	}
+	path, err := interp.LookPathDir(hc.Dir, expand.ListEnviron(env...), args[0])
+	if err != nil {
+		_, _ = fmt.Fprintf(hc.Stderr, "%v\n", err)
+		return interp.NewExitStatus(127)
+	}
+	cmd := exec.CommandContext(ctx, path)
+	cmd.Args, cmd.Env, cmd.Dir = args, env, hc.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = hc.Stdin, hc.Stdout, hc.Stderr
+	if f, ok := cmd.Stdin.(*os.File); ok && f == nil {
+		cmd.Stdin = nil
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = shellWaitDelay
+	if err := s.w.opts.Sandbox.Start(cmd, []string{s.w.res.Real, s.tmp}); err != nil {
+		_, _ = fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
+		return interp.NewExitStatus(126)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return interp.NewExitStatus(uint8(128 + int(ws.Signal())))
+		}
+		return interp.NewExitStatus(uint8(ee.ExitCode()))
+	default:
+		return err
+	}
+}
+
+// open opens a file for the interpreter: a redirection, $(<file), source.
+func (s *shellRun) open(ctx context.Context, path string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
+	write := flag&(os.O_WRONLY|os.O_RDWR) != 0
+	switch path {
+	case "/dev/null":
+		return os.OpenFile(os.DevNull, flag&(os.O_RDONLY|os.O_WRONLY|os.O_RDWR), 0)
+	case "/dev/zero", "/dev/urandom":
+		if !write {
+			return os.Open(path)
+		}
+	}
+	hc := interp.HandlerCtx(ctx)
+	// The script's own output streams, never the gateway's.
+	switch path {
+	case "/dev/stdout", "/dev/fd/1":
+		return nopCloser{hc.Stdout}, nil
+	case "/dev/stderr", "/dev/fd/2":
+		return nopCloser{hc.Stderr}, nil
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(hc.Dir, path)
+	}
+	f, err := s.w.openChecked(ctx, s.guard, filepath.Clean(path), flag|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		if _, ok := errors.AsType[*hooks.RuntimeDenial](err); ok {
+			return nil, s.deny(err)
+		}
+		if pe, ok := errors.AsType[*os.PathError](err); ok {
+			return nil, pe // reported by the interpreter like a shell's failed redirection
+		}
+		return nil, s.deny(err)
+	}
+	if err := clearNonblock(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// nopCloser is a write-only stream whose Close does nothing.
+type nopCloser struct{ w io.Writer }
+
+func (n nopCloser) Read([]byte) (int, error)    { return 0, io.EOF }
+func (n nopCloser) Write(p []byte) (int, error) { return n.w.Write(p) }
+func (n nopCloser) Close() error                { return nil }
+
+// clearNonblock undoes the O_NONBLOCK a FIFO was opened with (so that
+// opening one cannot hang the call) for ordinary reads and writes.
+func clearNonblock(f *os.File) error {
+	return syscall.SetNonblock(int(f.Fd()), false)
+}
+
+// readDir lists a directory for glob expansion; only the workspace's.
+func (s *shellRun) readDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
+	hc := interp.HandlerCtx(ctx)
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(hc.Dir, path)
+	}
+	f, err := s.w.openBeneath(filepath.Clean(path), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return f.ReadDir(-1)
 }
 
 // cappedBuffer keeps the first max bytes written to it and counts the rest.

@@ -1,11 +1,17 @@
 // Package tools provides the gateway's built-in tools, which operate inside a
 // workspace directory: read_file, write_file, edit_file, list_dir and shell.
 //
-// Policies are the authority on which paths a call may touch: the tools do not
-// second-guess them. They do resolve every path exactly as the policy hooks do
-// (internal/hooks/pathguard: "~" expanded, relative paths joined to the
-// workspace root and never the process directory, symlinks followed), so a
-// tool acts on the very file the hooks decided on.
+// Policies are the authority on which paths a call may touch. The tools
+// resolve every path exactly as the policy hooks do (internal/hooks/pathguard:
+// "~" expanded, relative paths joined to the workspace root and never the
+// process directory, symlinks followed), so a tool acts on the very file the
+// hooks decided on; and while they run they ask the call's hooks.Guard again
+// about what they actually do (each file they open, by its real path after
+// the open; each command the shell starts, after expansion). Whatever the
+// policy, the tools never reach a file outside the workspace (see
+// openBeneath) and every process they start is confined by the sandbox. A
+// tool whose context carries no guard, or whose sandbox is unusable, refuses
+// to act.
 //
 // A tool returns a Go error only when it failed (the executor then answers
 // "Error: Tool execution failed."); a problem with the call itself, such as a
@@ -22,8 +28,11 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
+	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
 
 // Names of the built-in tools.
@@ -53,8 +62,12 @@ type Options struct {
 	MaxOutputBytes int
 	// MaxListEntries caps how many entries list_dir returns.
 	MaxListEntries int
-	// Shell is the shell the shell tool runs commands with (default /bin/sh).
-	Shell string
+	// Sandbox confines the processes the shell tool starts; nil means a
+	// Landlock sandbox with the default directories (sandbox.New).
+	Sandbox *sandbox.Sandbox
+	// Path is the PATH of the commands the shell tool runs; empty means the
+	// gateway's own PATH.
+	Path string
 }
 
 func (o Options) withDefaults() Options {
@@ -70,8 +83,8 @@ func (o Options) withDefaults() Options {
 	if o.MaxListEntries <= 0 {
 		o.MaxListEntries = DefaultMaxListEntries
 	}
-	if o.Shell == "" {
-		o.Shell = "/bin/sh"
+	if o.Path == "" {
+		o.Path = os.Getenv("PATH")
 	}
 	return o
 }
@@ -79,17 +92,42 @@ func (o Options) withDefaults() Options {
 // Workspace is the directory the built-in tools operate in.
 type Workspace struct {
 	res  *pathguard.Resolver
+	root *os.File // the workspace root, opened O_PATH; every file is reached beneath it
 	opts Options
 }
 
 // NewWorkspace returns the tools' view of root, which must be an absolute
-// path to an existing directory.
+// path to an existing directory. It keeps a descriptor of root open for its
+// lifetime.
 func NewWorkspace(root string, opts Options) (*Workspace, error) {
 	res, err := pathguard.NewResolver(root)
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	return &Workspace{res: res, opts: opts.withDefaults()}, nil
+	opts = opts.withDefaults()
+	if opts.Sandbox == nil {
+		if opts.Sandbox, err = sandbox.New(sandbox.Config{}); err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+	}
+	fd, err := unix.Open(res.Real, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", &os.PathError{Op: "open", Path: res.Real, Err: err})
+	}
+	return &Workspace{res: res, root: os.NewFile(uintptr(fd), res.Real), opts: opts}, nil
+}
+
+// begin is the start of every tool: it returns the call's runtime guard and
+// refuses to act without one or when the sandbox is unusable.
+func (w *Workspace) begin(ctx context.Context) (*hooks.Guard, error) {
+	if err := w.opts.Sandbox.Usable(); err != nil {
+		return nil, err
+	}
+	g, err := hooks.GuardFromContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g, checkContext(ctx)
 }
 
 // Root is the workspace's real path.

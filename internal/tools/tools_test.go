@@ -42,7 +42,7 @@ func workspace(t *testing.T, opts tools.Options) (string, map[string]hooks.Tool)
 
 func run(t *testing.T, tl hooks.Tool, args map[string]any) string {
 	t.Helper()
-	out, err := tl.Execute(context.Background(), args)
+	out, err := tl.Execute(guarded(t, context.Background()), args)
 	if err != nil {
 		t.Fatalf("%s(%v) failed: %v", tl.Name(), args, err)
 	}
@@ -265,7 +265,7 @@ func TestShellKillsTheProcessGroupWhenTheContextEnds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	// The grandchild keeps the output pipe open; killing only the shell would hang.
-	_, err := tl[tools.Shell].Execute(ctx, map[string]any{"command": "sleep 30 & echo $! > pid; wait"})
+	_, err := tl[tools.Shell].Execute(guarded(t, ctx), map[string]any{"command": "sleep 30 & echo $! > pid; wait"})
 	if err == nil {
 		t.Fatal("an interrupted command did not fail")
 	}
@@ -306,6 +306,17 @@ func TestAnExecutorTimeoutIsReportedAsTimedOut(t *testing.T) {
 	if res.Status != hooks.StatusSucceeded || res.Failed || res.Output != "[exit status 1]" {
 		t.Errorf("a failing command is a successful call with its exit status: %+v", res)
 	}
+}
+
+// guarded returns ctx with a runtime guard that has no checkers, as the
+// executor attaches to every tool's context.
+func guarded(tb testing.TB, ctx context.Context) context.Context {
+	tb.Helper()
+	g, err := hooks.NewGuard(&hooks.Call{Tool: "test"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return hooks.WithGuard(ctx, g)
 }
 
 func mustReal(t *testing.T, p string) string {

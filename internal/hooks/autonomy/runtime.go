@@ -1,0 +1,56 @@
+package autonomy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
+)
+
+var _ hooks.RuntimeGuard = (*Hook)(nil)
+
+// CheckExec re-checks, while a shell tool runs, one command it is about to
+// start: the working directory dir with the path rules, and argv (after every
+// expansion), preceded by the variables the script set, rendered as one fully
+// quoted simple command and checked by the same shell check as the command
+// line (allow-list, path rules, forbidden globs).
+func (h *Hook) CheckExec(_ context.Context, call *hooks.Call, dir string, env, argv []string) hooks.Verdict {
+	if !h.allowShell {
+		return hooks.Deny(RuleShellDisabled, fmt.Sprintf("Tool %q started a command and allowShell is false.", call.Tool))
+	}
+	cmd, err := shellcheck.Render(env, argv)
+	if err != nil {
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("A command of tool %q cannot be checked: %v.", call.Tool, err))
+	}
+	var bases []string
+	if h.res != nil {
+		real, v, ok := h.checkPath(nil, dir, "")
+		if !ok {
+			return runtimeVerdict(v, cmd)
+		}
+		bases = []string{real}
+	}
+	return runtimeVerdict(h.checkCommand(nil, cmd, bases), cmd)
+}
+
+// CheckOpen re-checks a file a tool is about to open with the path rules
+// (workspace-only, forbidden globs); in readonly mode nothing is opened for
+// writing.
+func (h *Hook) CheckOpen(_ context.Context, call *hooks.Call, path string, write bool) hooks.Verdict {
+	if write && h.readOnly {
+		return hooks.Deny(RuleReadOnly, fmt.Sprintf("Tool %q tried to open %q for writing and the mode is readonly.", call.Tool, path))
+	}
+	if _, v, ok := h.checkPath(nil, path, ""); !ok {
+		v.Reason = "At run time: " + v.Reason
+		return v
+	}
+	return hooks.Allow
+}
+
+func runtimeVerdict(v hooks.Verdict, cmd string) hooks.Verdict {
+	if !v.Allowed {
+		v.Reason = fmt.Sprintf("At run time, command %q: %s", short(cmd), v.Reason)
+	}
+	return v
+}

@@ -1,0 +1,246 @@
+// Package sandbox confines the processes the gateway's tools start with
+// Landlock: read-write beneath the directories a call may change (the
+// workspace and the call's private temporary directory), read and execute
+// beneath a list of system directories, /dev/null, /dev/zero and
+// /dev/urandom, and nothing else; signals to processes outside the sandbox
+// and abstract UNIX sockets are scoped too where the kernel supports it.
+//
+// Only the child is confined, never the gateway: Start restricts one locked
+// OS thread (landlock_restrict_self without TSYNC is per thread), forks the
+// child from it and lets that thread exit, so the confinement is inherited by
+// the child alone. The Go runtime never clones new threads from a locked
+// thread (it hands thread creation to its template thread), so no gateway
+// goroutine ever runs confined.
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+
+	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// Modes of the sandbox.
+const (
+	// ModeLandlock confines every process the tools start (the default).
+	ModeLandlock = "landlock"
+	// ModeOff runs them unconfined; only for hosts without Landlock, and reported.
+	ModeOff = "off"
+)
+
+// MinABI is the oldest Landlock ABI the sandbox accepts: version 3 (Linux
+// 6.2) is the first that also controls truncation, without which a confined
+// process could still truncate any file it can reach.
+const MinABI = 3
+
+// DefaultReadExecDirs are the directories confined processes may read and
+// execute beneath unless configured otherwise: enough for git, go, ls, cat,
+// grep, wc and the dynamic loader; missing ones are skipped.
+var DefaultReadExecDirs = []string{
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/passwd", "/etc/group",
+	"/etc/nsswitch.conf", "/etc/localtime", "/etc/gitconfig", "/etc/ssl", "/etc/ca-certificates",
+}
+
+// deviceFiles are the device files confined processes may use, with their rights.
+var deviceFiles = map[string]uint64{
+	"/dev/null":    llsys.AccessFSReadFile | llsys.AccessFSWriteFile | llsys.AccessFSTruncate | llsys.AccessFSIoctlDev,
+	"/dev/zero":    llsys.AccessFSReadFile,
+	"/dev/urandom": llsys.AccessFSReadFile,
+	"/dev/random":  llsys.AccessFSReadFile,
+}
+
+// Config configures a Sandbox.
+type Config struct {
+	// Mode is ModeLandlock (default when empty) or ModeOff.
+	Mode string
+	// ReadExecDirs are the paths confined processes may read and execute
+	// beneath; nil means DefaultReadExecDirs.
+	ReadExecDirs []string
+	// ABI reports the kernel's Landlock ABI version; nil asks the kernel.
+	// Tests set it to simulate a kernel without Landlock.
+	ABI func() (int, error)
+}
+
+// Sandbox starts confined processes. It is immutable and safe for concurrent use.
+type Sandbox struct {
+	mode     string
+	rx       []string
+	abi      int
+	unusable error // why tools may not run; nil when they may
+}
+
+// New checks the kernel and returns the sandbox. It fails only on an unknown
+// mode: an unavailable Landlock is reported by Usable, so that the gateway can
+// still decide calls while refusing to run tools.
+func New(cfg Config) (*Sandbox, error) {
+	s := &Sandbox{mode: cfg.Mode, rx: cfg.ReadExecDirs}
+	if s.mode == "" {
+		s.mode = ModeLandlock
+	}
+	if s.rx == nil {
+		s.rx = DefaultReadExecDirs
+	}
+	switch s.mode {
+	case ModeOff:
+		return s, nil
+	case ModeLandlock:
+	default:
+		return nil, fmt.Errorf("sandbox: unknown mode %q (want %q or %q)", s.mode, ModeLandlock, ModeOff)
+	}
+	abi := cfg.ABI
+	if abi == nil {
+		abi = llsys.LandlockGetABIVersion
+	}
+	v, err := abi()
+	switch {
+	case err != nil:
+		s.unusable = fmt.Errorf("landlock is not available on this kernel (%w); tools are refused unless the gateway runs with --sandbox=off", err)
+	case v < MinABI:
+		s.unusable = fmt.Errorf("landlock ABI %d is older than the required %d; tools are refused unless the gateway runs with --sandbox=off", v, MinABI)
+	default:
+		s.abi = v
+	}
+	return s, nil
+}
+
+// ErrUnusable is wrapped by Start when tools may not run.
+var ErrUnusable = errors.New("sandbox unusable")
+
+// Usable returns nil when tools may start processes: Landlock is available
+// or the sandbox is off.
+func (s *Sandbox) Usable() error {
+	if s.unusable != nil {
+		return fmt.Errorf("%w: %v", ErrUnusable, s.unusable)
+	}
+	return nil
+}
+
+// Mode is ModeLandlock or ModeOff.
+func (s *Sandbox) Mode() string { return s.mode }
+
+// ABI is the kernel's Landlock ABI version in use (0 when off or unavailable).
+func (s *Sandbox) ABI() int { return s.abi }
+
+// Status describes the sandbox in one line, for /readyz and the log.
+func (s *Sandbox) Status() string {
+	switch {
+	case s.mode == ModeOff:
+		return "off: processes started by tools are not confined"
+	case s.unusable != nil:
+		return "unavailable: " + s.unusable.Error()
+	}
+	return fmt.Sprintf("landlock ABI %d", s.abi)
+}
+
+// Start starts cmd confined to read-write access beneath rw (and read and
+// execute access beneath the configured system directories), or unconfined
+// when the sandbox is off.
+func (s *Sandbox) Start(cmd *exec.Cmd, rw []string) error {
+	if err := s.Usable(); err != nil {
+		return err
+	}
+	if s.mode == ModeOff {
+		return cmd.Start()
+	}
+	fd, err := s.ruleset(rw)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unix.Close(fd) }()
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread, now confined, exits with this goroutine.
+		runtime.LockOSThread()
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			errc <- fmt.Errorf("sandbox: no_new_privs: %w", err)
+			return
+		}
+		if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+			errc <- fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
+			return
+		}
+		errc <- cmd.Start()
+	}()
+	return <-errc
+}
+
+// handled returns the file-system rights and scopes the kernel's ABI controls.
+func (s *Sandbox) handled() (fs, scoped uint64) {
+	fs = 1<<13 - 1 // ABI 1: execute .. make symlink
+	if s.abi >= 2 {
+		fs |= llsys.AccessFSRefer
+	}
+	if s.abi >= 3 {
+		fs |= llsys.AccessFSTruncate
+	}
+	if s.abi >= 5 {
+		fs |= llsys.AccessFSIoctlDev
+	}
+	if s.abi >= 6 {
+		scoped = llsys.ScopeAbstractUnixSocket | llsys.ScopeSignal
+	}
+	return fs, scoped
+}
+
+const (
+	fileRights = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSReadFile |
+		llsys.AccessFSTruncate | llsys.AccessFSIoctlDev
+	readExec = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir
+)
+
+// ruleset builds the ruleset of one start.
+func (s *Sandbox) ruleset(rw []string) (int, error) {
+	fs, scoped := s.handled()
+	fd, err := llsys.LandlockCreateRuleset(&llsys.RulesetAttr{HandledAccessFS: fs, Scoped: scoped}, 0)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
+	}
+	for _, p := range rw {
+		if err := addRule(fd, p, fs, fs, true); err != nil {
+			_ = unix.Close(fd)
+			return -1, err
+		}
+	}
+	for _, p := range s.rx {
+		if err := addRule(fd, p, readExec, fs, false); err != nil {
+			_ = unix.Close(fd)
+			return -1, err
+		}
+	}
+	for p, rights := range deviceFiles {
+		if err := addRule(fd, p, rights, fs, false); err != nil {
+			_ = unix.Close(fd)
+			return -1, err
+		}
+	}
+	return fd, nil
+}
+
+// addRule allows rights (limited to handled, and to file rights for a
+// file) beneath p; a missing p is skipped unless required.
+func addRule(ruleset int, p string, rights, handled uint64, required bool) error {
+	pfd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if !required && errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("sandbox: %s: %w", p, err)
+	}
+	defer func() { _ = unix.Close(pfd) }()
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return fmt.Errorf("sandbox: %s: %w", p, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		rights &= fileRights
+	}
+	rights &= handled
+	if err := llsys.LandlockAddPathBeneathRule(ruleset, &llsys.PathBeneathAttr{AllowedAccess: rights, ParentFd: pfd}, 0); err != nil {
+		return fmt.Errorf("sandbox: landlock_add_rule %s: %w", p, err)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/toolhooks/toolhooks/internal/sandbox"
+)
+
+// layout returns a workspace and, beside it, a secret file outside it.
+func layout(t *testing.T) (ws, secret string) {
+	t.Helper()
+	dir := t.TempDir()
+	ws = filepath.Join(dir, "ws")
+	secret = filepath.Join(dir, "outside.txt")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte("secret\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "inside.txt"), []byte("inside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return ws, secret
+}
+
+func landlock(t *testing.T) *sandbox.Sandbox {
+	t.Helper()
+	s, err := sandbox.New(sandbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Usable(); err != nil {
+		t.Fatalf("this kernel must support Landlock for these tests: %v", err)
+	}
+	return s
+}
+
+// run starts argv in ws through s and returns its output and exit error.
+func run(t *testing.T, s *sandbox.Sandbox, ws string, argv ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = ws, &out, &out
+	if err := s.Start(cmd, []string{ws}); err != nil {
+		t.Fatalf("start %v: %v", argv, err)
+	}
+	err := cmd.Wait()
+	return out.String(), err
+}
+
+func TestAConfinedProcessReachesOnlyTheWorkspaceAndSystemDirectories(t *testing.T) {
+	s := landlock(t)
+	ws, secret := layout(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	denied := []struct {
+		name string
+		argv []string
+	}{
+		{"cat ../x", []string{"/bin/cat", "../outside.txt"}},
+		{"cat by absolute path", []string{"/bin/cat", secret}},
+		{"through /proc/self/root", []string{"/bin/cat", "/proc/self/root" + secret}},
+		{"a second program execve'd by the first", []string{"/bin/sh", "-c", "exec /bin/cat ../outside.txt"}},
+		{"a program started by a nested shell", []string{"/bin/sh", "-c", "/bin/sh -c 'cat ../outside.txt'"}},
+		{"the gateway's executable", []string{"/bin/cat", self}},
+		{"the gateway's root through /proc", []string{"/bin/cat", "/proc/" + strconv.Itoa(os.Getpid()) + "/root" + secret}},
+	}
+	for _, tc := range denied {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := run(t, s, ws, tc.argv...)
+			if err == nil || strings.Contains(out, "secret") {
+				t.Errorf("%v read outside: %.200q %v", tc.argv, out, err)
+			}
+		})
+	}
+	for _, argv := range [][]string{
+		{"/bin/sh", "-c", "echo forged > ../written.txt"},
+		{"/bin/sh", "-c", "exec /bin/cp inside.txt ../written.txt"},
+		{"/bin/sh", "-c", ": > ../outside.txt"},
+		{"/usr/bin/truncate", "-s", "0", secret},
+		{"/bin/mv", secret, "moved.txt"},
+	} {
+		if out, err := run(t, s, ws, argv...); err == nil {
+			t.Errorf("%v succeeded outside the workspace: %q", argv, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(ws), "written.txt")); err == nil {
+		t.Error("a confined process created a file outside the workspace")
+	}
+	if b, err := os.ReadFile(secret); err != nil || string(b) != "secret\n" {
+		t.Errorf("the file outside changed: %q %v", b, err)
+	}
+
+	// Inside the workspace and the system directories everything works.
+	if out, err := run(t, s, ws, "/bin/sh", "-c", "cat inside.txt; echo new > new.txt; cat new.txt; ls /usr/bin | grep -c '^ls$'; echo x > /dev/null"); err != nil ||
+		out != "inside\nnew\n1\n" {
+		t.Errorf("allowed work: %q %v", out, err)
+	}
+}
+
+func TestTheGatewayStaysUnconfined(t *testing.T) {
+	s := landlock(t)
+	ws, secret := layout(t)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			cmd := exec.Command("/bin/true")
+			cmd.Dir = ws
+			if err := s.Start(cmd, []string{ws}); err != nil {
+				t.Error(err)
+				return
+			}
+			_ = cmd.Wait()
+		})
+	}
+	wg.Wait()
+	// Every thread of this process can still read and write outside.
+	for range 50 {
+		if _, err := os.ReadFile(secret); err != nil {
+			t.Fatalf("the gateway lost access: %v", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(ws), "by-gateway"), nil, 0o644); err != nil {
+		t.Fatalf("the gateway lost write access: %v", err)
+	}
+}
+
+func TestWithoutLandlockToolsAreRefusedUnlessTheSandboxIsOff(t *testing.T) {
+	ws, secret := layout(t)
+	for _, abi := range []func() (int, error){
+		func() (int, error) { return 0, syscall.ENOSYS },
+		func() (int, error) { return 2, nil },
+	} {
+		s, err := sandbox.New(sandbox.Config{ABI: abi})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Usable() == nil || !strings.HasPrefix(s.Status(), "unavailable") {
+			t.Errorf("usable without Landlock: %s", s.Status())
+		}
+		cmd := exec.Command("/bin/sh", "-c", "echo ran > ran.txt")
+		cmd.Dir = ws
+		if err := s.Start(cmd, []string{ws}); !errors.Is(err, sandbox.ErrUnusable) {
+			t.Errorf("start without Landlock: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "ran.txt")); err == nil {
+			t.Error("a process ran without Landlock")
+		}
+	}
+	off, err := sandbox.New(sandbox.Config{Mode: sandbox.ModeOff, ABI: func() (int, error) { return 0, syscall.ENOSYS }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off.Usable() != nil || !strings.HasPrefix(off.Status(), "off") {
+		t.Errorf("off: %s", off.Status())
+	}
+	if out, err := run(t, off, ws, "/bin/cat", secret); err != nil || out != "secret\n" {
+		t.Errorf("an unconfined process: %q %v", out, err)
+	}
+	if _, err := sandbox.New(sandbox.Config{Mode: "strict"}); err == nil {
+		t.Error("an unknown mode was accepted")
+	}
+}
+
+func BenchmarkStartConfined(b *testing.B) { benchStart(b, sandbox.Config{}) }
+
+func BenchmarkStartUnconfined(b *testing.B) { benchStart(b, sandbox.Config{Mode: sandbox.ModeOff}) }
+
+func benchStart(b *testing.B, cfg sandbox.Config) {
+	s, err := sandbox.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := b.TempDir()
+	defer reportCPU(b)()
+	b.ReportAllocs()
+	for b.Loop() {
+		cmd := exec.Command("/bin/true")
+		cmd.Dir = ws
+		if err := s.Start(cmd, []string{ws}); err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// reportCPU reports the CPU time this process (not its children) spent per
+// operation, which a loaded machine disturbs far less than wall time.
+func reportCPU(b *testing.B) func() {
+	var start syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &start)
+	return func() {
+		var end syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &end)
+		ns := func(r syscall.Rusage) int64 { return r.Utime.Nano() + r.Stime.Nano() }
+		b.ReportMetric(float64(ns(end)-ns(start))/float64(b.N), "cpu-ns/op")
+	}
+}
