@@ -61,8 +61,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -133,6 +131,10 @@ type Config struct {
 	// PathArgs are extra path-bearing argument names per tool (they extend
 	// pathguard.DefaultPathKeys).
 	PathArgs map[string][]string
+	// ShellDialects are the shell languages every command is read in
+	// ("bash", "posix"); empty means both. A command is denied when any
+	// reading breaks the policy or cannot be parsed.
+	ShellDialects []string
 }
 
 // Hook is the Autonomy hook. It is immutable after New and safe for concurrent use.
@@ -150,6 +152,7 @@ type Hook struct {
 	readOnlyTools map[string]bool
 	pathArgs      map[string][]string
 	fold          bool
+	dialects      shellcheck.Dialect
 }
 
 type forbiddenGlob struct {
@@ -284,6 +287,16 @@ func New(cfg Config) (*Hook, error) {
 			return nil, fmt.Errorf("allowedShellCommands pattern %q ends with a lone backslash: %w", p, ErrInvalidGlob)
 		}
 		h.shellAllow = append(h.shellAllow, p)
+	}
+	for _, d := range cfg.ShellDialects {
+		one, err := shellcheck.ParseDialect(d)
+		if err != nil {
+			return nil, fmt.Errorf("shell dialects: %w: %w", ErrInvalidMode, err)
+		}
+		h.dialects |= one
+	}
+	if h.dialects == 0 {
+		h.dialects = shellcheck.AllDialects
 	}
 	h.allowAll = len(cfg.AllowedShellCommands) == 1 && cfg.AllowedShellCommands[0] == "*"
 	if len(cfg.ReadOnlyTools) > 0 {
@@ -593,9 +606,6 @@ func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *
 	if len(cmds) == 0 {
 		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Tool %q has no string \"command\" argument to check.", tool))
 	}
-	if len(bases) == 0 && h.res != nil {
-		bases = []string{h.res.Real}
-	}
 	for _, c := range cmds {
 		if v := h.checkCommand(m, c, bases); !v.Allowed {
 			return v
@@ -607,11 +617,14 @@ func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *
 // maxBases bounds the working directories a command's words are resolved against.
 const maxBases = 8
 
-// maxGlobMatches bounds how many files one glob word may expand to.
-const maxGlobMatches = 1024
-
+// checkCommand checks one command line against the policy: the single entry
+// point for a shell command, whoever runs it. bases are the directories its
+// relative words resolve against (the workspace when empty).
 func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks.Verdict {
-	an, err := shellcheck.Analyze(cmd)
+	if len(bases) == 0 && h.res != nil {
+		bases = []string{h.res.Real}
+	}
+	an, err := shellcheck.AnalyzeDialects(cmd, h.dialects)
 	if err != nil {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Shell command %q cannot be checked: %v.", short(cmd), err))
 	}
@@ -651,16 +664,12 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks
 	}
 	for _, b := range bases {
 		for _, w := range an.Words {
-			if v := h.checkWord(m, w.Value, w.Glob, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, b, cmd); !v.Allowed {
 				return v
 			}
 		}
 		for _, r := range an.Redirects {
-			pat := ""
-			if r.Glob {
-				pat = r.Target
-			}
-			if v := h.checkWord(m, r.Target, pat, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, b, cmd); !v.Allowed {
 				return v
 			}
 		}
@@ -668,8 +677,9 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks
 	return hooks.Allow
 }
 
-// checkWord checks one shell word (and, for a glob, what it expands to).
-func (h *Hook) checkWord(m *pathguard.Memo, value, glob, base, cmd string) hooks.Verdict {
+// checkWord checks one shell word and, for a glob, everything it can
+// expand to (shellcheck.Expand).
+func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, cmd string) hooks.Verdict {
 	if value == "" {
 		return hooks.Allow
 	}
@@ -679,34 +689,17 @@ func (h *Hook) checkWord(m *pathguard.Memo, value, glob, base, cmd string) hooks
 	if glob == "" {
 		return hooks.Allow
 	}
-	// A component that can match ".." (such as ".*" in older bash) climbs.
-	comps := strings.Split(glob, "/")
-	for i, c := range comps {
-		if ok, _ := path.Match(c, ".."); ok {
-			alt := append(append(append([]string(nil), comps[:i]...), ".."), comps[i+1:]...)
-			if _, v, ok := h.checkPath(m, strings.Join(alt, "/"), base); !ok {
-				return shellVerdict(v, cmd)
-			}
-		}
-	}
-	pat := glob
-	if strings.HasPrefix(pat, "~") {
+	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold}
+	if strings.HasPrefix(glob, "~") {
 		home, err := homeDir()
 		if err != nil {
 			return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q cannot be expanded: %v.", glob, err))
 		}
-		pat = home + pat[1:]
+		opt.Home = home
 	}
-	if !strings.HasPrefix(pat, "/") {
-		pat = escapeMatch(base) + "/" + pat
-	}
-	matches, err := filepath.Glob(pat)
+	matches, err := shellcheck.Expand(glob, base, opt)
 	if err != nil {
-		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be expanded: %v.", glob, short(cmd), err))
-	}
-	if len(matches) > maxGlobMatches {
-		return hooks.Deny(RuleShellUnverifiable,
-			fmt.Sprintf("Glob %q in shell command %q matches more than %d files.", glob, short(cmd), maxGlobMatches))
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be checked: %v.", value, short(cmd), err))
 	}
 	for _, match := range matches {
 		if _, v, ok := h.checkPath(m, match, base); !ok {
@@ -714,21 +707,6 @@ func (h *Hook) checkWord(m *pathguard.Memo, value, glob, base, cmd string) hooks
 		}
 	}
 	return hooks.Allow
-}
-
-// escapeMatch escapes filepath.Match metacharacters in a literal directory.
-func escapeMatch(s string) string {
-	if !strings.ContainsAny(s, `*?[\`) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func shellVerdict(v hooks.Verdict, cmd string) hooks.Verdict {

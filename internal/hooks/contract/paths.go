@@ -168,7 +168,7 @@ func (h *ContractScope) callPaths(m *pathguard.Memo, call *hooks.Call) ([]callPa
 			if !ok {
 				return nil, fmt.Errorf("argument %q is not a string", key)
 			}
-			words, err := shellPaths(s)
+			words, err := shellPaths(s, base)
 			if err != nil {
 				return nil, err
 			}
