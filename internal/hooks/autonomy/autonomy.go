@@ -61,6 +61,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -636,6 +639,11 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks
 			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
 				"Shell command %q is not allowed by allowedShellCommands.", c.Text))
 		}
+		if len(c.Risky) > 0 && !h.riskyAllowed(c) {
+			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
+				"Shell command %q uses %q, which runs programs or writes files; an allowedShellCommands entry must name it explicitly.",
+				c.Text, c.Risky))
+		}
 	}
 	if len(an.Unverifiable) > 0 && !h.allowAll {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
@@ -666,6 +674,11 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks
 		for _, w := range an.Words {
 			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, b, cmd); !v.Allowed {
 				return v
+			}
+			if w.Recursive {
+				if v := h.checkBeneath(m, w.Value, b, cmd); !v.Allowed {
+					return v
+				}
 			}
 		}
 		for _, r := range an.Redirects {
@@ -720,6 +733,104 @@ func short(s string) string {
 	}
 	return s
 }
+
+// riskyAllowed reports whether an allow-list entry that matches c names
+// every catalogued risky option or subcommand c uses: as one of its
+// space-separated fields (alone, or followed by '=' or '*'), or by being
+// an exact command without wildcards. ["*"] admits everything.
+func (h *Hook) riskyAllowed(c shellcheck.Command) bool {
+	if h.allowAll {
+		return true
+	}
+	for _, p := range h.shellAllow {
+		if !MatchCommand(p, c.Text) {
+			continue
+		}
+		if !strings.ContainsAny(p, "*?") {
+			return true
+		}
+		ok := true
+		for _, r := range c.Risky {
+			if !namesField(p, r) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// namesField reports whether the pattern p has a field that is r, or r
+// followed by '=' or '*'.
+func namesField(p, r string) bool {
+	for f := range strings.FieldsSeq(p) {
+		if f == r || strings.HasPrefix(f, r+"=") || f == r+"*" {
+			return true
+		}
+	}
+	return false
+}
+
+// maxBeneath bounds the entries checkBeneath walks.
+const maxBeneath = 20000
+
+// checkBeneath checks everything beneath the directory value names (a
+// recursive reader's operand): each entry must pass the forbidden globs
+// and, for symlinks, the workspace check on its target. A tree too large
+// to walk is denied.
+func (h *Hook) checkBeneath(m *pathguard.Memo, value, base, cmd string) hooks.Verdict {
+	real, v, ok := h.checkPath(m, value, base)
+	if !ok {
+		return shellVerdict(v, cmd)
+	}
+	fi, err := os.Stat(real)
+	if err != nil || !fi.IsDir() {
+		return hooks.Allow // a file (checked) or nothing to descend into
+	}
+	n := 0
+	var deny *hooks.Verdict
+	walkErr := filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == real {
+			return nil //nolint:nilerr // unreadable entries are not read by the command either
+		}
+		if n++; n > maxBeneath {
+			return errTooMany
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			if _, v, ok := h.checkPath(m, p, base); !ok {
+				deny = &v
+				return fs.SkipAll
+			}
+			return nil
+		}
+		if len(h.forbidden) > 0 {
+			q := p
+			if h.fold {
+				q = strings.ToLower(q)
+			}
+			if g, ok := h.matchForbidden(q, base, q); ok {
+				v := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
+					"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", cmd, value, p, g))
+				deny = &v
+				return fs.SkipAll
+			}
+		}
+		return nil
+	})
+	if errors.Is(walkErr, errTooMany) {
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
+			"Shell command %q reads or writes recursively beneath %q, which holds more than %d entries to check.", short(cmd), value, maxBeneath))
+	}
+	if deny != nil {
+		return shellVerdict(*deny, cmd)
+	}
+	return hooks.Allow
+}
+
+var errTooMany = errors.New("too many entries")
 
 // commandAllowed reports whether one command's text matches the allow-list.
 func (h *Hook) commandAllowed(text string) bool {

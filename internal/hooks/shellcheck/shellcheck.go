@@ -112,6 +112,10 @@ type Command struct {
 	Dynamic bool
 	// Wrapped is true when a wrapper (env, sudo, sh -c, ...) runs this command.
 	Wrapped bool
+	// Risky are the catalogued options and subcommands this command uses
+	// that run programs or write files (go test -exec, git -c, find
+	// -delete, sed's e command, ...); see catalog.go.
+	Risky []string
 }
 
 // Redirect is a redirection to or from a file.
@@ -141,6 +145,9 @@ type Word struct {
 	ExtGlob bool
 	// Command is the name of the command the word is an argument of.
 	Command string
+	// Recursive is true when the command reads or writes everything
+	// beneath the path (grep -r, find, tar c, cp -r, git pathspec globs).
+	Recursive bool
 }
 
 // Analysis is what a command line would do, as far as it can be known statically.
@@ -655,6 +662,7 @@ func (a *analyzer) command(argv []word, wrapped bool, depth int) {
 	a.words(name.value, argv[1:])
 	base := path.Base(name.value)
 	args := argv[1:]
+	a.catalogue(len(a.res.Commands)-1, base, args)
 	switch base {
 	case "eval":
 		a.unverifiable("%q runs a string as shell code", cmd.Text)
@@ -714,6 +722,50 @@ func (a *analyzer) command(argv []word, wrapped bool, depth int) {
 		a.unverifiable("%q runs a shell whose language is not analysed", cmd.Text)
 	}
 }
+
+// catalogue records the catalogued risky options of command i and the
+// paths it reads beneath or from history.
+func (a *analyzer) catalogue(i int, base string, args []word) {
+	rule, ok := catalogFor(base)
+	if !ok {
+		return
+	}
+	vals := make([]string, 0, len(args))
+	for _, w := range args {
+		if w.kind == kindDynamic || w.kind == kindProcSubst {
+			return // reported as unverifiable already
+		}
+		vals = append(vals, w.value)
+	}
+	risky, recursive := rule.risky(base, vals)
+	a.res.Commands[i].Risky = risky
+	name := a.res.Commands[i].Name
+	var rec []string
+	if recursive {
+		for _, v := range vals {
+			if !strings.HasPrefix(v, "-") {
+				rec = append(rec, v)
+			}
+		}
+		if len(rec) == 0 || (len(rec) == 1 && searchesCwd[base]) {
+			rec = append(rec, ".") // the default operand
+		}
+	}
+	if base == "git" {
+		paths, globs := gitPaths(vals)
+		for _, p := range paths {
+			a.res.Words = append(a.res.Words, Word{Value: p, Command: name})
+		}
+		rec = append(rec, globs...)
+	}
+	for _, v := range rec {
+		a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true})
+	}
+}
+
+// searchesCwd are recursive searchers whose first operand is a pattern
+// and which search "." without a path operand.
+var searchesCwd = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "rgrep": true, "rg": true, "ag": true}
 
 // builtinPrintf is the printf builtin, whose -v option assigns a variable.
 const builtinPrintf = "printf"
