@@ -403,7 +403,7 @@ func (h *Hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, err
 	if v, ok := h.checkToolGlobs(tool, lower); !ok {
 		return v, nil
 	}
-	shellKind := shellClass(lower)
+	shellKind := shellClass(lower, call.Args)
 	if h.readOnly {
 		if v, ok := h.checkReadOnly(tool, lower, call); !ok {
 			return v, nil
@@ -431,6 +431,20 @@ func (h *Hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, err
 			}
 		}
 	}
+	if pathChecks && strings.EqualFold(tool, "apply_patch") {
+		// The files a patch names are paths too, as the Contract hook reads them.
+		for k, v := range call.Args {
+			text, ok := v.(string)
+			if !ok || pathguard.IsPathKey(k, h.pathArgs[lower]) {
+				continue
+			}
+			for _, p := range pathguard.PatchFiles(text) {
+				if _, v, ok := h.checkPath(m, p, ""); !ok {
+					return v, nil
+				}
+			}
+		}
+	}
 	if shellKind != notShell {
 		return h.checkShell(m, tool, shellKind, call, bases), nil
 	}
@@ -454,28 +468,32 @@ func (h *Hook) checkToolGlobs(tool, lower string) (hooks.Verdict, bool) {
 	return hooks.Deny(RuleToolAllow, fmt.Sprintf("Tool %q matches none of the allowed tool patterns.", tool)), false
 }
 
-type shellKind int
+type shellKind = shellcheck.ToolClass
 
 const (
-	notShell shellKind = iota
-	shellTool
-	codeExecTool
+	notShell     = shellcheck.NotShell
+	shellTool    = shellcheck.ShellTool
+	codeExecTool = shellcheck.CodeTool
 )
 
-func shellClass(lower string) shellKind {
-	switch lower {
-	case "shell", "bash":
-		return shellTool
-	case "code_exec":
-		return codeExecTool
+// shellClass classifies a tool as the Contract hook does (see
+// shellcheck.ClassifyTool).
+func shellClass(tool string, args map[string]any) shellKind {
+	has := false
+	for k := range args {
+		for _, c := range shellcheck.CommandKeys {
+			if strings.EqualFold(k, c) {
+				has = true
+			}
+		}
 	}
-	return notShell
+	return shellcheck.ClassifyTool(tool, has)
 }
 
 // isCwdKey reports whether p is the value of a working-directory argument.
 func isCwdKey(args map[string]any, p string) bool {
 	for k, v := range args {
-		if s, ok := v.(string); ok && s == p && (strings.EqualFold(k, "cwd") || strings.EqualFold(k, "working_directory")) {
+		if s, ok := v.(string); ok && s == p && (strings.EqualFold(k, "cwd") || strings.EqualFold(k, "working_directory") || strings.EqualFold(k, "workdir")) {
 			return true
 		}
 	}
@@ -599,9 +617,9 @@ func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *
 	for k, v := range call.Args {
 		switch strings.ToLower(k) {
 		case "command", "cmd", "script":
-			s, ok := v.(string)
+			s, ok := shellcheck.CommandLine(v)
 			if !ok {
-				return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Argument %q of %q is not a string.", k, tool))
+				return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Argument %q of %q is neither a string nor a list of strings.", k, tool))
 			}
 			cmds = append(cmds, s)
 		}

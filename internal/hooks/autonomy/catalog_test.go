@@ -137,3 +137,47 @@ func TestIndirectReadsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentToolSchemasAreChecked covers arguments the hook did not see:
+// apply_patch headers, Codex's workdir and argv commands, Cursor's
+// target_file, the MCP filesystem server's source and destination, and
+// the shell tools of other agents.
+func TestAgentToolSchemasAreChecked(t *testing.T) {
+	_, cfg := soundFixture(t)
+	h := newHook(t, cfg)
+	patch := func(file string) string {
+		return "*** Begin Patch\n*** Update File: " + file + "\n@@\n-a\n+b\n*** End Patch\n"
+	}
+	for _, c := range []struct{ tool, args string }{
+		{"apply_patch", obj(t, map[string]any{"input": patch("/etc/passwd")})},
+		{"apply_patch", obj(t, map[string]any{"patch": patch(".env")})},
+		{"apply_patch", obj(t, map[string]any{"input": "--- a/src/a.go\n+++ b/../outside/x\n"})},
+		{"shell", obj(t, map[string]any{"command": []any{"bash", "-lc", "cat .env"}, "workdir": "src"})},
+		{"shell", obj(t, map[string]any{"command": []any{"ls"}, "workdir": "/etc"})},
+		{"shell", obj(t, map[string]any{"command": []any{"cat", "src/../.env"}})},
+		{"read_file", obj(t, map[string]any{"target_file": ".env"})},
+		{"edit_file", obj(t, map[string]any{"target_file": "/etc/hosts"})},
+		{"move_file", obj(t, map[string]any{"source": "src/a.go", "destination": "/tmp/x"})},
+		{"list_dir", obj(t, map[string]any{"relative_workspace_path": "../"})},
+		{"NotebookEdit", obj(t, map[string]any{"notebook_path": "/etc/x.ipynb"})},
+		{"run_terminal_cmd", obj(t, sh("cat .env"))},
+		{"exec_command", obj(t, sh("cat .env"))},
+		{"run_shell_command", obj(t, sh("cat .env"))},
+		{"process", obj(t, map[string]any{"action": "start", "command": "cat .env"})},
+		{"Bash", obj(t, sh("cat .env"))},
+	} {
+		if v := decide(t, h, c.tool, c.args); v.Allowed {
+			t.Errorf("%s %s was allowed", c.tool, c.args)
+		}
+	}
+	for _, c := range []struct{ tool, args string }{
+		{"apply_patch", obj(t, map[string]any{"input": patch("src/a.go")})},
+		{"shell", obj(t, map[string]any{"command": []any{"ls", "-la"}, "workdir": "src"})},
+		{"read_file", obj(t, map[string]any{"target_file": "src/a.go"})},
+		{"process", obj(t, map[string]any{"action": "list"})},
+	} {
+		if v := decide(t, h, c.tool, c.args); !v.Allowed {
+			t.Errorf("%s %s was denied: %s", c.tool, c.args, v.Reason)
+		}
+	}
+}
