@@ -3,6 +3,7 @@ package shellcheck
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,8 @@ func FuzzAnalyze(f *testing.F) {
 		"diff <(ls) >(cat)", "function f { ls; }", "echo $((1+2))", "sh -c 'cat {a,}'",
 		"bash -c \"echo {x,}\" > {o,}", "cat <<EOF\n{a,}\nEOF", "x=1 {a,b}=c", "[ \"$x\" ] && ls",
 		"echo `ls {a,}`", "coproc ls", "ls |& cat", "cat a\\{b,c\\}", "echo ${x:-{a,}}",
+		"cat a | grep b > c; ls -l && echo $X", "a=1 b=2 ls", "echo 'x' \"y\" > f 2>&1", "! ls || true",
+		"case x in a) ls;; esac", "time ls", "x+=1", "echo $'a'", "local x=1", "ls &> f",
 	} {
 		f.Add(s)
 	}
@@ -29,6 +32,14 @@ func FuzzAnalyze(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cmd string) {
 		if len(cmd) > 4096 {
 			return
+		}
+		if sameReadings(cmd) {
+			// The shortcut that reads such text once must be exact.
+			b, errB := analyze(cmd, Bash)
+			p, errP := analyze(cmd, POSIX)
+			if (errB == nil) != (errP == nil) || (errB == nil && !reflect.DeepEqual(b, p)) {
+				t.Fatalf("%q reads differently: bash %+v (%v), posix %+v (%v)", cmd, b, errB, p, errP)
+			}
 		}
 		an, err := analyze(cmd, AllDialects)
 		if err != nil {

@@ -240,6 +240,9 @@ func (a *analyzer) script(src string, depth int, d Dialect) error {
 	if strings.IndexByte(src, 0) >= 0 {
 		return fmt.Errorf("%w: command contains a NUL byte", ErrParse)
 	}
+	if d == AllDialects && sameReadings(src) {
+		d = Bash // the POSIX reading would be the same
+	}
 	for _, one := range [...]Dialect{Bash, POSIX} {
 		if d&one == 0 {
 			continue
@@ -257,6 +260,29 @@ func (a *analyzer) script(src string, depth int, d Dialect) error {
 		}
 	}
 	return nil
+}
+
+// sameReadings reports whether src has none of the text bash and POSIX sh
+// read differently (so one reading stands for both): no brackets, braces
+// or parentheses, none of $' $" |& ;& &> <<< += and no word that is a
+// keyword or declaration builtin only bash parses specially. FuzzAnalyze
+// checks that both readings agree whenever it holds.
+func sameReadings(src string) bool {
+	if strings.ContainsAny(src, "[]{}()") {
+		return false
+	}
+	for _, s := range [...]string{"$'", "$\"", "|&", ";&", "&>", "<<<", "+="} {
+		if strings.Contains(src, s) {
+			return false
+		}
+	}
+	for w := range strings.FieldsFuncSeq(src, func(r rune) bool { return strings.ContainsRune(" \t\n;|&<>!'\"\\`", r) }) {
+		switch w {
+		case "let", "function", "declare", "local", "export", "readonly", "typeset", "nameref", "time", "coproc", "select":
+			return false
+		}
+	}
+	return true
 }
 
 // String returns "bash", "posix" or both joined with "+".
