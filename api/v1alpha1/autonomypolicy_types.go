@@ -60,7 +60,28 @@ type ShellPolicy struct {
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=1024
 	AllowedCommands []string `json:"allowedCommands,omitempty"`
+	// dialects are the shell languages every command is read in: "bash"
+	// (GNU bash) and "posix" (POSIX sh as dash reads it). A command is
+	// denied when any reading breaks the policy or does not parse, so
+	// bash-only syntax (process substitution, [[ ]], <<<, the function
+	// keyword) is denied unless only bash is listed. Empty means both.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:Enum=bash;posix
+	Dialects []ShellDialect `json:"dialects,omitempty"`
 }
+
+// ShellDialect is a shell language: bash or posix.
+type ShellDialect string
+
+// Shell dialects.
+const (
+	// ShellDialectBash is GNU bash's language.
+	ShellDialectBash ShellDialect = "bash"
+	// ShellDialectPOSIX is POSIX sh as dash reads it.
+	ShellDialectPOSIX ShellDialect = "posix"
+)
 
 // ToolPathArguments names the arguments of one tool that carry paths.
 type ToolPathArguments struct {

@@ -50,6 +50,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 	"github.com/toolhooks/toolhooks/internal/tools"
 )
 
@@ -79,6 +80,10 @@ type Input struct {
 	ToolResponse   json.RawMessage `json:"tool_response"`
 }
 
+// inputKeys are Input's JSON names.
+var inputKeys = []string{"session_id", "transcript_path", "cwd", "permission_mode", "hook_event_name",
+	"tool_name", "tool_input", "tool_use_id", "tool_response"}
+
 // ReadInput reads and checks one hook event: a single JSON object of at
 // most MaxInputBytes with hook_event_name, session_id and tool_name set and
 // tool_input an object (absent or null counts as {}).
@@ -92,6 +97,14 @@ func ReadInput(r io.Reader) (*Input, error) {
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fmt.Errorf("%w: stdin is empty; Claude Code sends the hook event as one JSON object", ErrBadInput)
+	}
+	if json.Valid(b) {
+		// Known keys spelled exactly (encoding/json would let "TOOL_NAME"
+		// stand for tool_name) and once, valid UTF-8 throughout; other keys
+		// Claude Code may add are allowed.
+		if _, err := strictjson.CheckObject(b, strictjson.Options{Keys: inputKeys, AllowUnknown: true}); err != nil {
+			return nil, fmt.Errorf("%w: stdin is not a hook event JSON object: %w", ErrBadInput, err)
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	var in Input

@@ -263,17 +263,21 @@ func TestGatewayFailuresDenyByDefault(t *testing.T) {
 func TestMalformedInputDenies(t *testing.T) {
 	g := startGateway(t, "policies.yaml", nil)
 	cases := map[string]struct{ stdin, want string }{
-		"empty":                {"", "stdin is empty"},
-		"not JSON":             {"Bash rm -rf /", "not a hook event JSON object"},
-		"an array":             {`[{"tool_name":"Bash"}]`, "not a hook event JSON object"},
-		"two objects":          {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read"} {}`, "unexpected data"},
-		"no tool name":         {`{"session_id":"s","hook_event_name":"PreToolUse","tool_input":{}}`, "missing tool_name"},
-		"no session":           {`{"hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/x"}}`, "missing session_id"},
-		"tool_input a string":  {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":"rm -rf /"}`, "not a JSON object"},
-		"command not a string": {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":["rm","-rf","/"]}}`, `"command" must be a string`},
-		"no file_path":         {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"path":"/etc/passwd","content":"x"}}`, `needs the argument "file_path"`},
-		"bad mcp name":         {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"mcp__github","tool_input":{}}`, "not mcp__<server>__<tool>"},
-		"unknown event":        {`{"session_id":"s","hook_event_name":"UserPromptSubmit","tool_name":"Read"}`, `"UserPromptSubmit" is not supported`},
+		"empty":                 {"", "stdin is empty"},
+		"not JSON":              {"Bash rm -rf /", "not a hook event JSON object"},
+		"an array":              {`[{"tool_name":"Bash"}]`, "not a hook event JSON object"},
+		"two objects":           {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read"} {}`, "unexpected data"},
+		"no tool name":          {`{"session_id":"s","hook_event_name":"PreToolUse","tool_input":{}}`, "missing tool_name"},
+		"no session":            {`{"hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/x"}}`, "missing session_id"},
+		"tool_input a string":   {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":"rm -rf /"}`, "not a JSON object"},
+		"command not a string":  {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":["rm","-rf","/"]}}`, `"command" must be a string`},
+		"no file_path":          {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"path":"/etc/passwd","content":"x"}}`, `needs the argument "file_path"`},
+		"bad mcp name":          {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"mcp__github","tool_input":{}}`, "not mcp__<server>__<tool>"},
+		"unknown event":         {`{"session_id":"s","hook_event_name":"UserPromptSubmit","tool_name":"Read"}`, `"UserPromptSubmit" is not supported`},
+		"a key in another case": {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","TOOL_NAME":"Bash","tool_input":{"file_path":"x"}}`, `is not spelled "tool_name"`},
+		"a key twice":           {`{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Read","tool_name":"Bash","tool_input":{"command":"id"}}`, "more than once"},
+		"invalid UTF-8":         {"{\"session_id\":\"s\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\xff\",\"tool_input\":{}}", "not valid UTF-8"},
+		"a lone surrogate":      {`{"session_id":"s\udc00","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"x"}}`, "lone surrogate"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
@@ -141,6 +142,13 @@ func NewEvaluator(l *Loaded, o Options) (*Evaluator, error) {
 func (e *Evaluator) Evaluate(ctx context.Context, c Call) (Decision, error) {
 	if c.Tool == "" {
 		return Decision{}, BadInput("a tool name is required")
+	}
+	for _, f := range [...]struct{ name, v string }{{"tool", c.Tool}, {"session", c.Session},
+		{"channel", c.Channel}, {"sender", c.Sender}, {"arguments", c.Args}} {
+		// Never a U+FFFD stand-in: the gateway rejects invalid UTF-8 too.
+		if !utf8.ValidString(f.v) {
+			return Decision{}, BadInput("the %s is not valid UTF-8", f.name)
+		}
 	}
 	if _, err := hooks.ParseArgs(c.Args); err != nil {
 		return Decision{}, BadInput("arguments of %s: %w", c.Tool, err)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
@@ -167,6 +168,9 @@ func resolve(dir, p string) string {
 
 // decodeSuite decodes and validates the one YAML document of a suite.
 func decodeSuite(data []byte) (Suite, error) {
+	if !utf8.Valid(data) {
+		return Suite{}, errors.New("the suite is not valid UTF-8")
+	}
 	var docs [][]byte
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {

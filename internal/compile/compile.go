@@ -199,6 +199,9 @@ func Autonomy(ref hooks.PolicyRef, s *policyv1alpha1.AutonomyPolicySpec) (gatewa
 	}
 	if s.Shell != nil {
 		a.AllowShell, a.AllowedShellCommands = s.Shell.Allow, s.Shell.AllowedCommands
+		for _, d := range s.Shell.Dialects {
+			a.ShellDialects = append(a.ShellDialects, string(d))
+		}
 	}
 	if t := s.Tools; t != nil {
 		a.ToolAllow, a.ToolDeny, a.ReadOnlyTools = t.Allow, t.Deny, t.ReadOnly

@@ -4,23 +4,32 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/jsonscan"
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 )
 
 // Request bodies of tool calls are decoded in two ways. The strict decoder
-// (decodeJSON into a ToolCallRequest) is the authority: encoding/json with
-// unknown fields disallowed and nothing after the object. In front of it,
+// (strictjson.CheckObject, then decodeJSON into a ToolCallRequest) is the
+// authority: keys spelled exactly as ToolCallRequest's JSON names and each
+// at most once, valid UTF-8 throughout, no escaped lone surrogate in a
+// top-level string, encoding/json with unknown fields disallowed and
+// nothing after the object. In front of it,
 // parseCallFast accepts only a plain subset of what the strict decoder
 // accepts and yields exactly the same request for it, without reflection
 // and with one allocation for all the strings; anything else, including
 // every input the strict decoder rejects, goes to the strict decoder, which
 // then gives the answer (FuzzParseCallFast checks both directions).
+
+// toolCallKeys are ToolCallRequest's JSON names.
+var toolCallKeys = []string{"sessionId", "channelId", "senderId", "correlationId", "tool", "arguments", "streaming"}
 
 // maxFastBody is the largest body parseCallFast handles. Its strings share
 // one allocation with the whole body, which a Call kept in the denial queue
@@ -181,6 +190,9 @@ func objectEnd(s string, i int) (int, bool) {
 // accepted are (every parser behind it accepts only valid JSON), others are
 // checked with json.Valid.
 func fastCall(body []byte) (*hooks.Call, bool) {
+	if !utf8.Valid(body) {
+		return nil, false // the strict decoder rejects it
+	}
 	req, ok := parseCallFast(string(body))
 	if !ok {
 		return nil, false
@@ -250,11 +262,12 @@ func (s *Server) decodeCall(w http.ResponseWriter, r *http.Request) (*hooks.Call
 			return call, true
 		}
 	}
+	var whole []byte
 	if rest == nil {
-		rest = bytes.NewReader(body)
+		whole, rest = body, bytes.NewReader(body)
 	}
 	var req ToolCallRequest
-	if status, err := s.decodeJSON(w, rest, &req); err != nil {
+	if status, err := s.decodeStrict(w, rest, whole, &req); err != nil {
 		writeError(w, status, err.Error())
 		return nil, false
 	}
@@ -263,4 +276,17 @@ func (s *Server) decodeCall(w http.ResponseWriter, r *http.Request) (*hooks.Call
 		return nil, false
 	}
 	return req.call(), true
+}
+
+// decodeStrict is the strict decoder of a ToolCallRequest: when the whole
+// body is in hand (whole is not nil, the body is within the limit), its top
+// level is checked with strictjson first (keys spelled exactly and once,
+// valid UTF-8 throughout, no escaped lone surrogate); then decodeJSON.
+func (s *Server) decodeStrict(w http.ResponseWriter, rest io.Reader, whole []byte, req *ToolCallRequest) (int, error) {
+	if whole != nil && json.Valid(whole) { // invalid JSON: decodeJSON says why
+		if _, err := strictjson.CheckObject(whole, strictjson.Options{Keys: toolCallKeys}); err != nil {
+			return http.StatusBadRequest, fmt.Errorf("malformed JSON body: %w", err)
+		}
+	}
+	return s.decodeJSON(w, rest, req)
 }

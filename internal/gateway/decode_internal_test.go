@@ -75,12 +75,15 @@ var decodeSeeds = []string{
 // testServer is enough of a Server for decodeCall and decodeJSON.
 func testServer(limit int64) *Server { return &Server{opts: Options{MaxBodyBytes: limit}} }
 
-// strictCall is what decodeCall did before the fast decoder: the strict
-// decoder alone. It returns the call, or the status and the error body.
+// strictCall is the strict decoder alone. It returns the call, or the status and the error body.
 func strictCall(s *Server, body []byte) (*hooks.Call, int, string) {
 	rec := httptest.NewRecorder()
 	var req ToolCallRequest
-	status, err := s.decodeJSON(rec, bytes.NewReader(body), &req)
+	var whole []byte
+	if int64(len(body)) <= s.opts.MaxBodyBytes {
+		whole = body
+	}
+	status, err := s.decodeStrict(rec, bytes.NewReader(body), whole, &req)
 	switch {
 	case err != nil:
 		writeError(rec, status, err.Error())

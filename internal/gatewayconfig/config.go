@@ -72,6 +72,7 @@ type Autonomy struct {
 	ForbiddenPathGlobs   []string            `json:"forbiddenPathGlobs,omitempty"`
 	AllowShell           bool                `json:"allowShell,omitempty"`
 	AllowedShellCommands []string            `json:"allowedShellCommands,omitempty"`
+	ShellDialects        []string            `json:"shellDialects,omitempty"`
 	ToolAllow            []string            `json:"toolAllow,omitempty"`
 	ToolDeny             []string            `json:"toolDeny,omitempty"`
 	ReadOnlyTools        []string            `json:"readOnlyTools,omitempty"`
@@ -233,6 +234,7 @@ func (a *Autonomy) config(name string) autonomy.Config {
 		ForbiddenPathGlobs:   a.ForbiddenPathGlobs,
 		AllowShell:           a.AllowShell,
 		AllowedShellCommands: a.AllowedShellCommands,
+		ShellDialects:        a.ShellDialects,
 		ToolAllow:            a.ToolAllow,
 		ToolDeny:             a.ToolDeny,
 		ReadOnlyTools:        a.ReadOnlyTools,

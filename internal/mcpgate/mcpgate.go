@@ -137,7 +137,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	// no notifications during a call, and it saves work on every call.
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server },
 		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionIdleTimeout, JSONResponse: true})
-	h.http = authMiddleware(opts.Authenticator, opts.AllowAnonymous, streamable)
+	h.http = authMiddleware(opts.Authenticator, opts.AllowAnonymous, strictMessages(streamable))
 	return h, nil
 }
 

@@ -61,7 +61,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -133,6 +134,10 @@ type Config struct {
 	// PathArgs are extra path-bearing argument names per tool (they extend
 	// pathguard.DefaultPathKeys).
 	PathArgs map[string][]string
+	// ShellDialects are the shell languages every command is read in
+	// ("bash", "posix"); empty means both. A command is denied when any
+	// reading breaks the policy or cannot be parsed.
+	ShellDialects []string
 }
 
 // Hook is the Autonomy hook. It is immutable after New and safe for concurrent use.
@@ -150,6 +155,7 @@ type Hook struct {
 	readOnlyTools map[string]bool
 	pathArgs      map[string][]string
 	fold          bool
+	dialects      shellcheck.Dialect
 }
 
 type forbiddenGlob struct {
@@ -285,6 +291,16 @@ func New(cfg Config) (*Hook, error) {
 		}
 		h.shellAllow = append(h.shellAllow, p)
 	}
+	for _, d := range cfg.ShellDialects {
+		one, err := shellcheck.ParseDialect(d)
+		if err != nil {
+			return nil, fmt.Errorf("shell dialects: %w: %w", ErrInvalidMode, err)
+		}
+		h.dialects |= one
+	}
+	if h.dialects == 0 {
+		h.dialects = shellcheck.AllDialects
+	}
 	h.allowAll = len(cfg.AllowedShellCommands) == 1 && cfg.AllowedShellCommands[0] == "*"
 	if len(cfg.ReadOnlyTools) > 0 {
 		h.readOnlyTools = make(map[string]bool, len(cfg.ReadOnlyTools))
@@ -387,7 +403,7 @@ func (h *Hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, err
 	if v, ok := h.checkToolGlobs(tool, lower); !ok {
 		return v, nil
 	}
-	shellKind := shellClass(lower)
+	shellKind := shellClass(lower, call.Args)
 	if h.readOnly {
 		if v, ok := h.checkReadOnly(tool, lower, call); !ok {
 			return v, nil
@@ -415,6 +431,20 @@ func (h *Hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, err
 			}
 		}
 	}
+	if pathChecks && strings.EqualFold(tool, "apply_patch") {
+		// The files a patch names are paths too, as the Contract hook reads them.
+		for k, v := range call.Args {
+			text, ok := v.(string)
+			if !ok || pathguard.IsPathKey(k, h.pathArgs[lower]) {
+				continue
+			}
+			for _, p := range pathguard.PatchFiles(text) {
+				if _, v, ok := h.checkPath(m, p, ""); !ok {
+					return v, nil
+				}
+			}
+		}
+	}
 	if shellKind != notShell {
 		return h.checkShell(m, tool, shellKind, call, bases), nil
 	}
@@ -438,28 +468,32 @@ func (h *Hook) checkToolGlobs(tool, lower string) (hooks.Verdict, bool) {
 	return hooks.Deny(RuleToolAllow, fmt.Sprintf("Tool %q matches none of the allowed tool patterns.", tool)), false
 }
 
-type shellKind int
+type shellKind = shellcheck.ToolClass
 
 const (
-	notShell shellKind = iota
-	shellTool
-	codeExecTool
+	notShell     = shellcheck.NotShell
+	shellTool    = shellcheck.ShellTool
+	codeExecTool = shellcheck.CodeTool
 )
 
-func shellClass(lower string) shellKind {
-	switch lower {
-	case "shell", "bash":
-		return shellTool
-	case "code_exec":
-		return codeExecTool
+// shellClass classifies a tool as the Contract hook does (see
+// shellcheck.ClassifyTool).
+func shellClass(tool string, args map[string]any) shellKind {
+	has := false
+	for k := range args {
+		for _, c := range shellcheck.CommandKeys {
+			if strings.EqualFold(k, c) {
+				has = true
+			}
+		}
 	}
-	return notShell
+	return shellcheck.ClassifyTool(tool, has)
 }
 
 // isCwdKey reports whether p is the value of a working-directory argument.
 func isCwdKey(args map[string]any, p string) bool {
 	for k, v := range args {
-		if s, ok := v.(string); ok && s == p && (strings.EqualFold(k, "cwd") || strings.EqualFold(k, "working_directory")) {
+		if s, ok := v.(string); ok && s == p && (strings.EqualFold(k, "cwd") || strings.EqualFold(k, "working_directory") || strings.EqualFold(k, "workdir")) {
 			return true
 		}
 	}
@@ -583,18 +617,15 @@ func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *
 	for k, v := range call.Args {
 		switch strings.ToLower(k) {
 		case "command", "cmd", "script":
-			s, ok := v.(string)
+			s, ok := shellcheck.CommandLine(v)
 			if !ok {
-				return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Argument %q of %q is not a string.", k, tool))
+				return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Argument %q of %q is neither a string nor a list of strings.", k, tool))
 			}
 			cmds = append(cmds, s)
 		}
 	}
 	if len(cmds) == 0 {
 		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Tool %q has no string \"command\" argument to check.", tool))
-	}
-	if len(bases) == 0 && h.res != nil {
-		bases = []string{h.res.Real}
 	}
 	for _, c := range cmds {
 		if v := h.checkCommand(m, c, bases); !v.Allowed {
@@ -607,11 +638,14 @@ func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *
 // maxBases bounds the working directories a command's words are resolved against.
 const maxBases = 8
 
-// maxGlobMatches bounds how many files one glob word may expand to.
-const maxGlobMatches = 1024
-
+// checkCommand checks one command line against the policy: the single entry
+// point for a shell command, whoever runs it. bases are the directories its
+// relative words resolve against (the workspace when empty).
 func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks.Verdict {
-	an, err := shellcheck.Analyze(cmd)
+	if len(bases) == 0 && h.res != nil {
+		bases = []string{h.res.Real}
+	}
+	an, err := shellcheck.AnalyzeDialects(cmd, h.dialects)
 	if err != nil {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Shell command %q cannot be checked: %v.", short(cmd), err))
 	}
@@ -622,6 +656,11 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks
 		if !h.commandAllowed(c.Text) {
 			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
 				"Shell command %q is not allowed by allowedShellCommands.", c.Text))
+		}
+		if len(c.Risky) > 0 && !h.riskyAllowed(c) {
+			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
+				"Shell command %q uses %q, which runs programs or writes files; an allowedShellCommands entry must name it explicitly.",
+				c.Text, c.Risky))
 		}
 	}
 	if len(an.Unverifiable) > 0 && !h.allowAll {
@@ -651,16 +690,17 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks
 	}
 	for _, b := range bases {
 		for _, w := range an.Words {
-			if v := h.checkWord(m, w.Value, w.Glob, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, b, cmd); !v.Allowed {
 				return v
+			}
+			if w.Recursive {
+				if v := h.checkBeneath(m, w.Value, b, cmd); !v.Allowed {
+					return v
+				}
 			}
 		}
 		for _, r := range an.Redirects {
-			pat := ""
-			if r.Glob {
-				pat = r.Target
-			}
-			if v := h.checkWord(m, r.Target, pat, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, b, cmd); !v.Allowed {
 				return v
 			}
 		}
@@ -668,8 +708,9 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks
 	return hooks.Allow
 }
 
-// checkWord checks one shell word (and, for a glob, what it expands to).
-func (h *Hook) checkWord(m *pathguard.Memo, value, glob, base, cmd string) hooks.Verdict {
+// checkWord checks one shell word and, for a glob, everything it can
+// expand to (shellcheck.Expand).
+func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, cmd string) hooks.Verdict {
 	if value == "" {
 		return hooks.Allow
 	}
@@ -679,34 +720,17 @@ func (h *Hook) checkWord(m *pathguard.Memo, value, glob, base, cmd string) hooks
 	if glob == "" {
 		return hooks.Allow
 	}
-	// A component that can match ".." (such as ".*" in older bash) climbs.
-	comps := strings.Split(glob, "/")
-	for i, c := range comps {
-		if ok, _ := path.Match(c, ".."); ok {
-			alt := append(append(append([]string(nil), comps[:i]...), ".."), comps[i+1:]...)
-			if _, v, ok := h.checkPath(m, strings.Join(alt, "/"), base); !ok {
-				return shellVerdict(v, cmd)
-			}
-		}
-	}
-	pat := glob
-	if strings.HasPrefix(pat, "~") {
+	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold}
+	if strings.HasPrefix(glob, "~") {
 		home, err := homeDir()
 		if err != nil {
 			return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q cannot be expanded: %v.", glob, err))
 		}
-		pat = home + pat[1:]
+		opt.Home = home
 	}
-	if !strings.HasPrefix(pat, "/") {
-		pat = escapeMatch(base) + "/" + pat
-	}
-	matches, err := filepath.Glob(pat)
+	matches, err := shellcheck.Expand(glob, base, opt)
 	if err != nil {
-		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be expanded: %v.", glob, short(cmd), err))
-	}
-	if len(matches) > maxGlobMatches {
-		return hooks.Deny(RuleShellUnverifiable,
-			fmt.Sprintf("Glob %q in shell command %q matches more than %d files.", glob, short(cmd), maxGlobMatches))
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be checked: %v.", value, short(cmd), err))
 	}
 	for _, match := range matches {
 		if _, v, ok := h.checkPath(m, match, base); !ok {
@@ -714,21 +738,6 @@ func (h *Hook) checkWord(m *pathguard.Memo, value, glob, base, cmd string) hooks
 		}
 	}
 	return hooks.Allow
-}
-
-// escapeMatch escapes filepath.Match metacharacters in a literal directory.
-func escapeMatch(s string) string {
-	if !strings.ContainsAny(s, `*?[\`) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func shellVerdict(v hooks.Verdict, cmd string) hooks.Verdict {
@@ -742,6 +751,104 @@ func short(s string) string {
 	}
 	return s
 }
+
+// riskyAllowed reports whether an allow-list entry that matches c names
+// every catalogued risky option or subcommand c uses: as one of its
+// space-separated fields (alone, or followed by '=' or '*'), or by being
+// an exact command without wildcards. ["*"] admits everything.
+func (h *Hook) riskyAllowed(c shellcheck.Command) bool {
+	if h.allowAll {
+		return true
+	}
+	for _, p := range h.shellAllow {
+		if !MatchCommand(p, c.Text) {
+			continue
+		}
+		if !strings.ContainsAny(p, "*?") {
+			return true
+		}
+		ok := true
+		for _, r := range c.Risky {
+			if !namesField(p, r) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// namesField reports whether the pattern p has a field that is r, or r
+// followed by '=' or '*'.
+func namesField(p, r string) bool {
+	for f := range strings.FieldsSeq(p) {
+		if f == r || strings.HasPrefix(f, r+"=") || f == r+"*" {
+			return true
+		}
+	}
+	return false
+}
+
+// maxBeneath bounds the entries checkBeneath walks.
+const maxBeneath = 20000
+
+// checkBeneath checks everything beneath the directory value names (a
+// recursive reader's operand): each entry must pass the forbidden globs
+// and, for symlinks, the workspace check on its target. A tree too large
+// to walk is denied.
+func (h *Hook) checkBeneath(m *pathguard.Memo, value, base, cmd string) hooks.Verdict {
+	real, v, ok := h.checkPath(m, value, base)
+	if !ok {
+		return shellVerdict(v, cmd)
+	}
+	fi, err := os.Stat(real)
+	if err != nil || !fi.IsDir() {
+		return hooks.Allow // a file (checked) or nothing to descend into
+	}
+	n := 0
+	var deny *hooks.Verdict
+	walkErr := filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == real {
+			return nil //nolint:nilerr // unreadable entries are not read by the command either
+		}
+		if n++; n > maxBeneath {
+			return errTooMany
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			if _, v, ok := h.checkPath(m, p, base); !ok {
+				deny = &v
+				return fs.SkipAll
+			}
+			return nil
+		}
+		if len(h.forbidden) > 0 {
+			q := p
+			if h.fold {
+				q = strings.ToLower(q)
+			}
+			if g, ok := h.matchForbidden(q, base, q); ok {
+				v := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
+					"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", cmd, value, p, g))
+				deny = &v
+				return fs.SkipAll
+			}
+		}
+		return nil
+	})
+	if errors.Is(walkErr, errTooMany) {
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
+			"Shell command %q reads or writes recursively beneath %q, which holds more than %d entries to check.", short(cmd), value, maxBeneath))
+	}
+	if deny != nil {
+		return shellVerdict(*deny, cmd)
+	}
+	return hooks.Allow
+}
+
+var errTooMany = errors.New("too many entries")
 
 // commandAllowed reports whether one command's text matches the allow-list.
 func (h *Hook) commandAllowed(text string) bool {

@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
 
 // Rules named in denials from this hook.
@@ -166,10 +168,11 @@ var fileSystemTools = [...]string{"read_file", "write_file", "edit_file", "apply
 // that a differently spelled registration cannot dodge the classification.
 func classify(tool string) toolClass {
 	switch {
-	case strings.EqualFold(tool, "shell"), strings.EqualFold(tool, "code_exec"):
-		return classShell
 	case strings.EqualFold(tool, "git"), strings.EqualFold(tool, "process"):
 		return classExec
+	case shellcheck.ClassifyTool(tool, true) != shellcheck.NotShell:
+		// The same shell and code tools as the Autonomy hook's.
+		return classShell
 	}
 	for _, t := range fileSystemTools {
 		if strings.EqualFold(tool, t) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
+	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
 
 // checkScope applies rules 3 to 6 of ContractScope to call.
@@ -158,17 +159,17 @@ func (h *ContractScope) callPaths(m *pathguard.Memo, call *hooks.Call) ([]callPa
 		return nil, err
 	}
 	switch {
-	case strings.EqualFold(call.Tool, "shell"), strings.EqualFold(call.Tool, "process"):
-		for _, key := range []string{"command", "cmd", "script"} {
+	case shellcheck.ClassifyTool(call.Tool, true) == shellcheck.ShellTool:
+		for _, key := range shellcheck.CommandKeys {
 			v, ok := lookupFold(call.Args, key)
 			if !ok || v == nil {
 				continue
 			}
-			s, ok := v.(string)
+			s, ok := shellcheck.CommandLine(v)
 			if !ok {
-				return nil, fmt.Errorf("argument %q is not a string", key)
+				return nil, fmt.Errorf("argument %q is neither a string nor a list of strings", key)
 			}
-			words, err := shellPaths(s)
+			words, err := shellPaths(s, base)
 			if err != nil {
 				return nil, err
 			}
@@ -204,7 +205,7 @@ func (h *ContractScope) callPaths(m *pathguard.Memo, call *hooks.Call) ([]callPa
 			if !ok || isPathKey(k, h.pathKeys) {
 				continue
 			}
-			for _, f := range patchFiles(s) {
+			for _, f := range pathguard.PatchFiles(s) {
 				out = append(out, callPath{path: f, base: base})
 			}
 		}
@@ -215,7 +216,7 @@ func (h *ContractScope) callPaths(m *pathguard.Memo, call *hooks.Call) ([]callPa
 // workingDir resolves the call's cwd/working_directory argument, the base of
 // the relative paths in a command; "" (the workspace root) when absent.
 func (h *ContractScope) workingDir(m *pathguard.Memo, args map[string]any) (string, error) {
-	for _, key := range []string{"working_directory", "cwd"} {
+	for _, key := range []string{"working_directory", "cwd", "workdir"} {
 		v, ok := lookupFold(args, key)
 		if !ok || v == nil {
 			continue
@@ -257,19 +258,7 @@ func lookupFold(args map[string]any, key string) (any, bool) {
 // ambiguous marks an argument given under several spellings.
 type ambiguous struct{}
 
-func isPathKey(k string, extra []string) bool {
-	for _, d := range pathguard.DefaultPathKeys {
-		if strings.EqualFold(k, d) {
-			return true
-		}
-	}
-	for _, d := range extra {
-		if strings.EqualFold(k, d) {
-			return true
-		}
-	}
-	return false
-}
+func isPathKey(k string, extra []string) bool { return pathguard.IsPathKey(k, extra) }
 
 // pathLikeStrings returns the path candidates (see candidates) of a string
 // or of every string in an array, recursing into arrays and objects.
@@ -333,41 +322,6 @@ func candidates(w string) []string {
 	}
 	if len(w) > 2 && w[0] == '-' && w[1] != '-' {
 		add(w[2:])
-	}
-	return out
-}
-
-// patchFiles returns the file names an apply_patch text names: the
-// "*** Add/Update/Delete File:" and "*** Move to:" headers of the
-// apply_patch format, and unified-diff "---"/"+++" headers (without their
-// a/ b/ prefixes, and except /dev/null).
-func patchFiles(patch string) []string {
-	var out []string
-	for line := range strings.Lines(patch) {
-		line = strings.TrimRight(line, "\r\n")
-		for _, h := range []string{"*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:"} {
-			if rest, ok := strings.CutPrefix(line, h); ok {
-				out = append(out, strings.TrimSpace(rest))
-			}
-		}
-		for _, h := range []string{"--- ", "+++ "} {
-			rest, ok := strings.CutPrefix(line, h)
-			if !ok {
-				continue
-			}
-			name, _, _ := strings.Cut(rest, "\t")
-			name = strings.TrimSpace(name)
-			if name == "/dev/null" || name == "" {
-				continue
-			}
-			// Check both the name as written and without a/ b/ prefix.
-			out = append(out, name)
-			if s, ok := strings.CutPrefix(name, "a/"); ok {
-				out = append(out, s)
-			} else if s, ok := strings.CutPrefix(name, "b/"); ok {
-				out = append(out, s)
-			}
-		}
 	}
 	return out
 }

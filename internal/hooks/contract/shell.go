@@ -2,11 +2,8 @@ package contract
 
 import (
 	"fmt"
-	"path"
+	"os"
 	"strings"
-
-	"mvdan.cc/sh/v3/expand"
-	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
@@ -31,175 +28,94 @@ var refusedCommands = map[string]string{
 }
 
 // shellPaths returns the words of a shell command that may name paths, for
-// a scoped shell (or process) grant. It is deliberately conservative and
-// simple; it checks the paths a command NAMES, not what the programs it runs
-// do (an interpreter can open any file), so a scoped shell grant is a
-// best-effort confinement, and granting no shell is the only strict one.
+// a scoped shell (or process) grant, with globs expanded against base (the
+// directory relative words resolve against). It is deliberately
+// conservative; it checks the paths a command NAMES, not what the programs
+// it runs do (an interpreter can open any file), so a scoped shell grant is
+// a best-effort confinement, and granting no shell is the only strict one.
 //
-// The command is parsed as bash. Every word anywhere in it (arguments,
-// assignments, redirection targets, test expressions, the commands inside
-// subshells, pipelines and lists) must be static: a word with a parameter
-// expansion, command or process substitution, arithmetic expansion, $'...'
-// string or extended glob is an error. A here-document body must be static
-// too. Brace expansions are expanded (at most 16Ki words). A glob segment
-// that could match ".." (such as ".*") is an error. A word equal to cd,
-// pushd, popd, eval, source or a shell's name (anywhere, so that `builtin cd`
-// and `xargs sh` are caught too), or a "." command, is an error, because the
-// relative paths after it could not be resolved correctly. The path words
-// returned are the candidates (see candidates) of every word; relative ones
-// resolve against the call's working directory.
-func shellPaths(cmd string) ([]string, error) {
-	if strings.IndexByte(cmd, 0) >= 0 {
-		return nil, fmt.Errorf("the command contains a NUL byte")
-	}
-	f, err := shellcheck.ParseBash(cmd)
+// The command is read by the same model as the Autonomy hook's
+// (shellcheck.AnalyzeDialects, as bash and as POSIX sh): anything that
+// model cannot resolve statically (parameter expansion, command
+// substitution, arithmetic, eval, assignments, ...) is an error, and so is
+// a command or process substitution anywhere (here-documents included). Globs,
+// bracket expressions and extended globs are expanded against the real
+// directory tree with the shell's own pattern semantics (shellcheck.Expand),
+// and brace expansions, redirection targets included, are expanded. A word
+// equal to cd, pushd, popd, eval, source or a shell's name (anywhere, so
+// that `builtin cd` and `xargs sh` are caught too), or a "." command, is an
+// error, because the relative paths after it could not be resolved
+// correctly. The paths returned are the candidates (see candidates) of
+// every word, and every glob match; relative ones resolve against base.
+func shellPaths(cmd, base string) ([]string, error) {
+	an, err := shellcheck.AnalyzeDialects(cmd, shellcheck.AllDialects)
 	if err != nil {
 		return nil, fmt.Errorf("the command cannot be parsed: %w", err)
 	}
+	if len(an.Unverifiable) > 0 {
+		return nil, fmt.Errorf("the command cannot be checked statically: %s", an.Unverifiable[0])
+	}
+	if len(an.Substitutions) > 0 {
+		return nil, fmt.Errorf("the substitution %q expands text at run time", an.Substitutions[0])
+	}
+	if len(an.Dirs) > 0 {
+		return nil, fmt.Errorf("word %q %s, so relative paths cannot be checked", "cd", reasonChdir)
+	}
 	var out []string
-	var werr error
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if werr != nil {
-			return false
+	for _, c := range an.Commands {
+		if c.Name == "." {
+			return nil, fmt.Errorf("the \".\" command runs a script this check cannot see")
 		}
-		switch n := n.(type) {
-		case *syntax.CallExpr:
-			if len(n.Args) > 0 {
-				if v, _, err := literal(n.Args[0]); err == nil && v == "." {
-					werr = fmt.Errorf("the \".\" command runs a script this check cannot see")
-					return false
-				}
-			}
-		case *syntax.Redirect:
-			if n.Hdoc != nil {
-				for _, p := range n.Hdoc.Parts {
-					if _, ok := p.(*syntax.Lit); !ok {
-						werr = fmt.Errorf("a here-document expands text at run time")
-						return false
-					}
-				}
-			}
-			if n.Word != nil {
-				werr = shellWord(n.Word, &out)
-			}
-			return false
-		case *syntax.Word:
-			werr = shellWord(n, &out)
-			return false
+		if err := refused(c.Name); err != nil {
+			return nil, err
 		}
-		return true
-	})
-	if werr != nil {
-		return nil, werr
+	}
+	add := func(v, glob string, ext bool) error {
+		if err := refused(v); err != nil {
+			return err
+		}
+		out = append(out, candidates(v)...)
+		if glob == "" {
+			return nil
+		}
+		matches, err := shellcheck.Expand(glob, base, shellcheck.GlobOptions{ExtGlob: ext, Home: homeOf()})
+		if err != nil {
+			return fmt.Errorf("word %q: %w", v, err)
+		}
+		out = append(out, matches...)
+		return nil
+	}
+	for _, w := range an.Words {
+		if err := add(w.Value, w.Glob, w.ExtGlob); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range an.Redirects {
+		if err := add(r.Target, r.Pattern, r.ExtGlob); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
-// shellWord appends the path candidates of w to out.
-func shellWord(w *syntax.Word, out *[]string) error {
-	words := []*syntax.Word{w}
-	if syntax.SplitBraces(w) {
-		words = words[:0]
-		for bw, err := range expand.BracesSeq(nil, w) {
-			if err != nil {
-				return fmt.Errorf("word %q: %w", wordText(w), err)
-			}
-			words = append(words, bw)
-		}
+// refused returns an error when the word v names a refused command.
+func refused(v string) error {
+	if strings.IndexByte(v, 0) >= 0 {
+		return fmt.Errorf("word %q contains a NUL byte", v)
 	}
-	for _, bw := range words {
-		v, globbed, err := literal(bw)
-		if err != nil {
-			return fmt.Errorf("word %q %w", wordText(w), err)
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return fmt.Errorf("word %q contains a NUL byte", v)
-		}
-		base := v
-		if i := strings.LastIndexByte(v, '/'); i >= 0 && i < len(v)-1 {
-			base = v[i+1:]
-		}
-		if why, ok := refusedCommands[base]; ok && (base == v || strings.Contains(v, "/")) {
-			return fmt.Errorf("word %q %s, so relative paths cannot be checked", v, why)
-		}
-		if globbed {
-			for seg := range strings.SplitSeq(v, "/") {
-				if !strings.HasPrefix(seg, ".") {
-					continue
-				}
-				if m, err := path.Match(seg, ".."); m || err != nil {
-					return fmt.Errorf("glob %q may match \"..\"", v)
-				}
-			}
-		}
-		*out = append(*out, candidates(v)...)
+	base := v
+	if i := strings.LastIndexByte(v, '/'); i >= 0 && i < len(v)-1 {
+		base = v[i+1:]
+	}
+	if why, ok := refusedCommands[base]; ok && (base == v || strings.Contains(v, "/")) {
+		return fmt.Errorf("word %q %s, so relative paths cannot be checked", v, why)
 	}
 	return nil
 }
 
-// literal returns the value of a static word and whether an unquoted glob
-// character occurs in it; any expansion is an error.
-func literal(w *syntax.Word) (string, bool, error) {
-	var b strings.Builder
-	globbed := false
-	for _, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			if strings.ContainsAny(p.Value, "*?[") {
-				globbed = true
-			}
-			unescape(&b, p.Value, false)
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				return "", false, fmt.Errorf("uses a $'...' string")
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			if p.Dollar {
-				return "", false, fmt.Errorf("uses a $\"...\" string")
-			}
-			for _, q := range p.Parts {
-				lit, ok := q.(*syntax.Lit)
-				if !ok {
-					return "", false, fmt.Errorf("expands text at run time")
-				}
-				unescape(&b, lit.Value, true)
-			}
-		default:
-			return "", false, fmt.Errorf("expands text at run time")
-		}
-	}
-	return b.String(), globbed, nil
-}
-
-// unescape writes the value of a literal's source text: a backslash quotes
-// the next character (inside double quotes only $ ` " \ and newline), and a
-// backslash-newline is a line continuation.
-func unescape(b *strings.Builder, s string, dquoted bool) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 == len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		next := s[i+1]
-		switch {
-		case next == '\n':
-			i++
-		case !dquoted || strings.IndexByte("$`\"\\", next) >= 0:
-			b.WriteByte(next)
-			i++
-		default:
-			b.WriteByte(c)
-		}
-	}
-}
-
-// wordText prints w for an error message.
-func wordText(w *syntax.Word) string {
-	var b strings.Builder
-	if err := syntax.NewPrinter().Print(&b, w); err != nil {
-		return "?"
-	}
-	return b.String()
+// homeOf returns the home directory a leading ~ names, "" when unknown (a
+// ~ glob is then an error).
+func homeOf() string {
+	h, _ := os.UserHomeDir()
+	return h
 }

@@ -10,9 +10,16 @@ import (
 // DefaultPathKeys are the argument names that carry paths for every tool. The
 // seed's per-tool keys (git → cwd, process → working_directory, otherwise
 // path) are all among them.
+//
+// The rest are the path keys of common agent tool schemas: Claude Code
+// (file_path, notebook_path, path), Codex (workdir), Cursor (target_file,
+// relative_workspace_path), the MCP filesystem server (path, paths, source,
+// destination), and other common spellings.
 var DefaultPathKeys = []string{
 	"path", "file_path", "cwd", "working_directory",
 	"paths", "files", "target", "source", "destination",
+	"workdir", "target_file", "relative_workspace_path", "notebook_path",
+	"directory", "dir", "old_path", "new_path", "filename", "file",
 }
 
 // Extract returns every path-bearing argument value of a call, in key order.
@@ -61,6 +68,9 @@ func Extract(tool string, args map[string]any, keys []string) ([]string, error) 
 	}
 	return out, nil
 }
+
+// IsPathKey reports whether k is one of DefaultPathKeys or extra, ignoring case.
+func IsPathKey(k string, extra []string) bool { return keyIndex(k, extra) >= 0 }
 
 // keyIndex returns the rank of k among the default and extra keys, or -1.
 func keyIndex(k string, extra []string) int {

@@ -7,11 +7,14 @@
 // that may name a file, every redirection target, and every construct whose
 // effect cannot be known without running it.
 //
-// Dialect: bash (syntax.LangBash). Agents send bash, and the bash grammar is
-// a superset of POSIX sh for everything that matters here, so parsing a POSIX
-// script as bash finds every command a POSIX shell would run, while parsing
-// a bash script as POSIX would fail or, worse, misread bash-only constructs
-// such as process substitution.
+// Dialects: a command line is read as bash (syntax.LangBash) and as POSIX sh
+// (syntax.LangPOSIX, as dash reads it), or as the subset of those the caller
+// declares, and the Analysis is the union of every reading. The two read the
+// same text differently: under dash `[[` is a plain command, so the `||` and
+// `>` inside it are real operators and redirections; `$'..'` is a `$` and a
+// single-quoted string; braces are not expanded. A reading that does not
+// parse fails the whole analysis, since the shell that reads it that way runs
+// the statements before the error.
 package shellcheck
 
 import (
@@ -23,6 +26,7 @@ import (
 	"sync"
 
 	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/pattern"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -44,13 +48,50 @@ const (
 // afresh), and a new one costs about 2.6 KB.
 var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
 
+// posixParsers is parsers' POSIX sh counterpart.
+var posixParsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangPOSIX)) }}
+
 // ParseBash parses src as one bash script (syntax.LangBash) with a pooled
 // parser. The tree it returns is the caller's.
 func ParseBash(src string) (*syntax.File, error) {
-	p := parsers.Get().(*syntax.Parser)
+	return Parse(src, Bash)
+}
+
+// Parse parses src as one script of dialect d (Bash or POSIX; Bash when d
+// names both) with a pooled parser. The tree it returns is the caller's.
+func Parse(src string, d Dialect) (*syntax.File, error) {
+	pool := &parsers
+	if d&Bash == 0 && d&POSIX != 0 {
+		pool = &posixParsers
+	}
+	p := pool.Get().(*syntax.Parser)
 	f, err := p.Parse(strings.NewReader(src), "")
-	parsers.Put(p) // not reached when Parse panics: that parser is dropped
+	pool.Put(p) // not reached when Parse panics: that parser is dropped
 	return f, err
+}
+
+// Dialect is a set of shell languages a command line is read in.
+type Dialect uint8
+
+// Dialects.
+const (
+	// Bash is GNU bash's language (syntax.LangBash).
+	Bash Dialect = 1 << iota
+	// POSIX is the POSIX sh language as dash reads it (syntax.LangPOSIX).
+	POSIX
+	// AllDialects is every dialect: the default.
+	AllDialects = Bash | POSIX
+)
+
+// ParseDialect returns the dialect named "bash" or "posix" (case-insensitive).
+func ParseDialect(name string) (Dialect, error) {
+	switch strings.ToLower(name) {
+	case "bash":
+		return Bash, nil
+	case "posix", "sh", "dash":
+		return POSIX, nil
+	}
+	return 0, fmt.Errorf("unknown shell dialect %q (want bash or posix)", name)
 }
 
 // ErrParse wraps every parse failure.
@@ -71,6 +112,10 @@ type Command struct {
 	Dynamic bool
 	// Wrapped is true when a wrapper (env, sudo, sh -c, ...) runs this command.
 	Wrapped bool
+	// Risky are the catalogued options and subcommands this command uses
+	// that run programs or write files (go test -exec, git -c, find
+	// -delete, sed's e command, ...); see catalog.go.
+	Risky []string
 }
 
 // Redirect is a redirection to or from a file.
@@ -81,6 +126,10 @@ type Redirect struct {
 	Target string
 	// Glob is true when Target contains unquoted glob characters.
 	Glob bool
+	// Pattern is Target as a mvdan.cc/sh pattern when Glob is true.
+	Pattern string
+	// ExtGlob is true when Pattern uses bash's extended operators.
+	ExtGlob bool
 }
 
 // Word is a literal argument word that may name a file.
@@ -88,11 +137,17 @@ type Word struct {
 	// Value is the word after quote removal (a leading ~ is kept for the
 	// caller to expand).
 	Value string
-	// Glob is set to the word as a filepath.Match pattern when it contains
-	// unquoted glob characters (bash expands it against the file system).
+	// Glob is set to the word as a mvdan.cc/sh pattern (quoted characters
+	// escaped with a backslash) when it contains unquoted glob characters
+	// that the shell expands against the file system; see Expand.
 	Glob string
+	// ExtGlob is true when Glob uses bash's extended operators (@(..) etc.).
+	ExtGlob bool
 	// Command is the name of the command the word is an argument of.
 	Command string
+	// Recursive is true when the command reads or writes everything
+	// beneath the path (grep -r, find, tar c, cp -r, git pathspec globs).
+	Recursive bool
 }
 
 // Analysis is what a command line would do, as far as it can be known statically.
@@ -108,6 +163,9 @@ type Analysis struct {
 	Redirects []Redirect
 	// Dirs are the literal targets of cd and pushd, in source order.
 	Dirs []string
+	// Substitutions are the command and process substitutions, whose
+	// commands are among Commands and whose output is only known at run time.
+	Substitutions []string
 	// Unverifiable explains each construct whose effect cannot be checked
 	// statically (eval, a variable command name, ...), one sentence each.
 	Unverifiable []string
@@ -116,41 +174,128 @@ type Analysis struct {
 // Analyze parses cmd as bash and reports what it would run. It fails on
 // parse errors, on input over MaxInput, on sh -c nesting deeper than MaxDepth
 // and on more than MaxCommands commands.
-func Analyze(cmd string) (res *Analysis, err error) {
+func Analyze(cmd string) (*Analysis, error) {
+	return AnalyzeDialects(cmd, Bash)
+}
+
+// AnalyzeDialects reads cmd in every dialect of d (AllDialects when d is 0)
+// and reports the union of what each reading would run. It fails when any
+// reading fails (see Analyze).
+func AnalyzeDialects(cmd string, d Dialect) (res *Analysis, err error) {
 	defer func() {
+		// A panic is a bug (FuzzAnalyze looks for them); it still denies.
 		if r := recover(); r != nil {
 			res, err = nil, fmt.Errorf("%w: analysis failed: %v", ErrParse, r)
 		}
 	}()
+	return analyze(cmd, d)
+}
+
+// analyze is AnalyzeDialects without the recover.
+func analyze(cmd string, d Dialect) (*Analysis, error) {
+	if d == 0 {
+		d = AllDialects
+	}
 	a := &analyzer{res: &Analysis{}}
-	if err := a.script(cmd, 0); err != nil {
+	if err := a.script(cmd, 0, d); err != nil {
 		return nil, err
 	}
-	return a.res, nil
+	r := a.res
+	r.Commands = dedup(r.Commands, func(x, y Command) bool { return x.Text == y.Text && x.Wrapped == y.Wrapped })
+	r.Words = dedup(r.Words, func(x, y Word) bool { return x == y })
+	r.Redirects = dedup(r.Redirects, func(x, y Redirect) bool { return x == y })
+	r.Dirs = dedup(r.Dirs, func(x, y string) bool { return x == y })
+	r.Unverifiable = dedup(r.Unverifiable, func(x, y string) bool { return x == y })
+	return r, nil
+}
+
+// dedup drops the elements of s equal to an earlier one, keeping order; the
+// readings of one command line in several dialects mostly coincide.
+func dedup[T any](s []T, eq func(x, y T) bool) []T {
+	if len(s) < 2 || len(s) > 512 {
+		return s
+	}
+	out := s[:1]
+	for _, x := range s[1:] {
+		if !slices.ContainsFunc(out, func(y T) bool { return eq(x, y) }) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 type analyzer struct {
 	res   *Analysis
 	depth int
 	err   error
+	text  string // the script being walked, for source excerpts
+	posix bool   // the current reading is POSIX sh
 }
 
-func (a *analyzer) script(src string, depth int) error {
+// script analyses src in each dialect of d.
+func (a *analyzer) script(src string, depth int, d Dialect) error {
 	if len(src) > MaxInput {
 		return fmt.Errorf("%w: command is longer than %d bytes", ErrParse, MaxInput)
 	}
 	if strings.IndexByte(src, 0) >= 0 {
 		return fmt.Errorf("%w: command contains a NUL byte", ErrParse)
 	}
-	f, err := ParseBash(src)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrParse, err)
+	if d == AllDialects && sameReadings(src) {
+		d = Bash // the POSIX reading would be the same
 	}
-	saved := a.depth
-	a.depth = depth
-	syntax.Walk(f, a.visit)
-	a.depth = saved
-	return a.err
+	for _, one := range [...]Dialect{Bash, POSIX} {
+		if d&one == 0 {
+			continue
+		}
+		f, err := Parse(src, one)
+		if err != nil {
+			return fmt.Errorf("%w (read as %s): %w", ErrParse, one, err)
+		}
+		savedDepth, savedText, savedPosix := a.depth, a.text, a.posix
+		a.depth, a.text, a.posix = depth, src, one == POSIX
+		syntax.Walk(f, a.visit)
+		a.depth, a.text, a.posix = savedDepth, savedText, savedPosix
+		if a.err != nil {
+			return a.err
+		}
+	}
+	return nil
+}
+
+// sameReadings reports whether src has none of the text bash and POSIX sh
+// read differently (so one reading stands for both): no brackets, braces
+// or parentheses, none of $' $" |& ;& &> <<< += and no word that is a
+// keyword or declaration builtin only bash parses specially. FuzzAnalyze
+// checks that both readings agree whenever it holds.
+func sameReadings(src string) bool {
+	if strings.ContainsAny(src, "[]{}()") {
+		return false
+	}
+	for _, s := range [...]string{"$'", "$\"", "|&", ";&", "&>", "<<<", "+="} {
+		if strings.Contains(src, s) {
+			return false
+		}
+	}
+	for w := range strings.FieldsFuncSeq(src, func(r rune) bool { return strings.ContainsRune(" \t\n;|&<>!'\"\\`", r) }) {
+		switch w {
+		case "let", "function", "declare", "local", "export", "readonly", "typeset", "nameref", "time", "coproc", "select":
+			return false
+		}
+	}
+	return true
+}
+
+// String returns "bash", "posix" or both joined with "+".
+func (d Dialect) String() string {
+	switch d {
+	case Bash:
+		return "bash"
+	case POSIX:
+		return "posix"
+	case AllDialects:
+		return "bash+posix"
+	}
+	return fmt.Sprintf("Dialect(%d)", uint8(d))
 }
 
 func (a *analyzer) unverifiable(format string, args ...any) {
@@ -166,26 +311,28 @@ func (a *analyzer) visit(n syntax.Node) bool {
 		a.call(n)
 	case *syntax.Redirect:
 		a.redirect(n)
+	case *syntax.CmdSubst, *syntax.ProcSubst:
+		a.res.Substitutions = append(a.res.Substitutions, a.src(n))
 	case *syntax.ParamExp:
-		a.unverifiable("the parameter expansion %s has a value that is only known at run time", src(n))
+		a.unverifiable("the parameter expansion %s has a value that is only known at run time", a.src(n))
 	case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.CStyleLoop:
-		a.unverifiable("arithmetic evaluation %q can run commands through array subscripts", src(n))
+		a.unverifiable("arithmetic evaluation %q can run commands through array subscripts", a.src(n))
 	case *syntax.DeclClause:
-		a.unverifiable("the declaration %q changes variables and attributes at run time", src(n))
+		a.unverifiable("the declaration %q changes variables and attributes at run time", a.src(n))
 	case *syntax.CoprocClause:
 		// The coprocess body is walked like any other statement.
 	case *syntax.TestClause:
 		a.testClause(n)
 	case *syntax.ForClause:
 		if _, ok := n.Loop.(*syntax.WordIter); ok {
-			a.unverifiable("the for loop %q assigns a variable used at run time", firstLine(src(n)))
+			a.unverifiable("the for loop %q assigns a variable used at run time", firstLine(a.src(n)))
 		}
 	case *syntax.FuncDecl:
 		// Bodies are walked; a function can shadow a command name, but its
 		// body is checked as if it ran.
 	case *syntax.Stmt:
 		if n.Coprocess || n.Disown {
-			a.unverifiable("the statement %q uses a non-bash job operator", firstLine(src(n)))
+			a.unverifiable("the statement %q uses a non-bash job operator", firstLine(a.src(n)))
 		}
 	}
 	return true
@@ -197,12 +344,12 @@ func (a *analyzer) testClause(t *syntax.TestClause) {
 		case *syntax.BinaryTest:
 			switch n.Op {
 			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
-				a.unverifiable("the test %q evaluates its operands as arithmetic", src(t))
+				a.unverifiable("the test %q evaluates its operands as arithmetic", a.src(t))
 				return false
 			}
 		case *syntax.UnaryTest:
 			if n.Op == syntax.TsVarSet || n.Op == syntax.TsRefVar {
-				a.unverifiable("the test %q evaluates a variable name", src(t))
+				a.unverifiable("the test %q evaluates a variable name", a.src(t))
 				return false
 			}
 		}
@@ -210,25 +357,27 @@ func (a *analyzer) testClause(t *syntax.TestClause) {
 	})
 }
 
-// redirect records a redirection's file target.
+// redirect records a redirection's file targets: under bash, each word of
+// the target's brace expansion (bash opens the one word that remains after
+// null words are dropped, or reports an ambiguous redirect).
 func (a *analyzer) redirect(r *syntax.Redirect) {
 	switch r.Op {
 	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
 		return // the word is a delimiter or data, not a file; bodies are walked
 	}
-	v, kind := literal(r.Word)
 	op := r.Op.String()
-	switch kind {
-	case kindDynamic, kindProcSubst:
-		a.unverifiable("the redirection %q has a target only known at run time", src(r))
-		return
-	}
-	if r.Op == syntax.DplIn || r.Op == syntax.DplOut {
-		if isFD(v.value) {
+	for _, v := range a.expandWord(r.Word, nil) {
+		switch v.kind {
+		case kindDynamic, kindProcSubst:
+			a.unverifiable("the redirection %q has a target only known at run time", a.src(r))
 			return
 		}
+		if (r.Op == syntax.DplIn || r.Op == syntax.DplOut) && isFD(v.value) {
+			continue
+		}
+		a.res.Redirects = append(a.res.Redirects, Redirect{Op: op, Target: v.value,
+			Glob: v.kind == kindGlob, Pattern: v.pattern, ExtGlob: v.ext})
 	}
-	a.res.Redirects = append(a.res.Redirects, Redirect{Op: op, Target: v.value, Glob: kind == kindGlob})
 }
 
 func isFD(s string) bool {
@@ -244,9 +393,10 @@ func isFD(s string) bool {
 // word is one expanded argument.
 type word struct {
 	value   string // after quote removal
-	pattern string // filepath.Match pattern when glob
+	pattern string // mvdan.cc/sh pattern when glob
 	kind    wordKind
 	src     string
+	ext     bool // pattern uses extended operators
 }
 
 type wordKind int
@@ -262,12 +412,12 @@ const (
 func (a *analyzer) call(c *syntax.CallExpr) {
 	if len(c.Args) == 0 {
 		for _, as := range c.Assigns {
-			a.unverifiable("the assignment %q sets a variable used at run time", src(as))
+			a.unverifiable("the assignment %q sets a variable used at run time", a.src(as))
 		}
 		return
 	}
 	for _, as := range c.Assigns {
-		a.unverifiable("the environment assignment %q changes how %q runs", src(as), src(c.Args[0]))
+		a.unverifiable("the environment assignment %q changes how %q runs", a.src(as), a.src(c.Args[0]))
 	}
 	var argv []word
 	for _, w := range c.Args {
@@ -279,33 +429,50 @@ func (a *analyzer) call(c *syntax.CallExpr) {
 	a.command(argv, false, a.depth)
 }
 
-// expandWord appends the brace expansion of w to argv.
+// expandWord appends the brace expansion of w (under bash; POSIX sh has no
+// brace expansion) to argv. Words that brace expansion leaves empty are
+// dropped, as bash drops them.
 func (a *analyzer) expandWord(w *syntax.Word, argv []word) []word {
-	if hasBrace(w) {
-		// SplitBraces rewrites the word it is given; work on a copy so the
-		// tree being walked keeps only node types Walk knows.
-		cp := *w
-		w = &cp
+	text := a.src(w)
+	if a.posix || !hasBrace(w) {
+		v, k := a.literal(w, text)
+		v.kind = k
+		return append(argv, v)
 	}
-	if !hasBrace(w) || !syntax.SplitBraces(w) {
-		v, k := literal(w)
+	// SplitBraces rewrites the word it is given; work on a copy so the
+	// tree being walked keeps only node types Walk knows.
+	cp := *w
+	if !syntax.SplitBraces(&cp) {
+		v, k := a.literal(w, text)
 		v.kind = k
 		return append(argv, v)
 	}
 	n := 0
-	for ew, err := range expand.BracesSeq(nil, w) {
+	for ew, err := range expand.BracesSeq(nil, &cp) {
 		n++
 		if err != nil || n > MaxBraceWords {
-			a.unverifiable("the brace expansion %q produces more than %d words", src(w), MaxBraceWords)
-			v := word{value: src(w), src: src(w), kind: kindDynamic}
-			return append(argv, v)
+			a.unverifiable("the brace expansion %q produces more than %d words", text, MaxBraceWords)
+			return append(argv, word{value: text, src: text, kind: kindDynamic})
 		}
-		v, k := literal(ew)
+		if emptyWord(ew) {
+			continue
+		}
+		v, k := a.literal(ew, text)
 		v.kind = k
-		v.src = src(w)
+		v.src = text
 		argv = append(argv, v)
 	}
 	return argv
+}
+
+// emptyWord reports whether w is nothing but empty unquoted literals.
+func emptyWord(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); !ok || l.Value != "" {
+			return false
+		}
+	}
+	return true
 }
 
 func hasBrace(w *syntax.Word) bool {
@@ -317,21 +484,21 @@ func hasBrace(w *syntax.Word) bool {
 	return false
 }
 
-// literal evaluates a word statically.
-func literal(w *syntax.Word) (word, wordKind) {
+// literal evaluates a word statically in the current dialect; text is the
+// word's source, used for dynamic words.
+func (a *analyzer) literal(w *syntax.Word, text string) (word, wordKind) {
 	var val, pat strings.Builder
 	kind := kindLiteral
+	ext := false
+	dynamic := func() (word, wordKind) { return word{value: text, src: text}, kindDynamic }
 	if len(w.Parts) == 1 {
 		if _, ok := w.Parts[0].(*syntax.ProcSubst); ok {
-			s := src(w)
-			return word{value: s, src: s}, kindProcSubst
+			return word{value: text, src: text}, kindProcSubst
 		}
 	}
-	quoteGlob := func(b byte) {
-		if b == '*' || b == '?' || b == '[' || b == '\\' {
-			pat.WriteByte('\\')
-		}
-		pat.WriteByte(b)
+	quoted := func(s string) {
+		val.WriteString(s)
+		pat.WriteString(quoteMeta(s))
 	}
 	for _, p := range w.Parts {
 		switch p := p.(type) {
@@ -345,8 +512,7 @@ func literal(w *syntax.Word) (word, wordKind) {
 					if v[i] == '\n' {
 						continue
 					}
-					val.WriteByte(v[i])
-					quoteGlob(v[i])
+					quoted(v[i : i+1])
 				case c == '*' || c == '?' || c == '[':
 					if kind == kindLiteral {
 						kind = kindGlob
@@ -354,46 +520,75 @@ func literal(w *syntax.Word) (word, wordKind) {
 					val.WriteByte(c)
 					pat.WriteByte(c)
 				default:
+					// Unquoted: bracket-expression syntax (!, ^, -, ])
+					// keeps its meaning.
 					val.WriteByte(c)
 					pat.WriteByte(c)
 				}
 			}
 		case *syntax.SglQuoted:
-			if p.Dollar && strings.IndexByte(p.Value, '\\') >= 0 {
-				s := src(w)
-				return word{value: s, src: s}, kindDynamic
-			}
-			for i := 0; i < len(p.Value); i++ {
-				val.WriteByte(p.Value[i])
-				quoteGlob(p.Value[i])
+			switch {
+			case p.Dollar && a.posix:
+				// dash: a literal $ and a single-quoted string.
+				quoted("$" + p.Value)
+			case p.Dollar && strings.IndexByte(p.Value, '\\') >= 0:
+				return dynamic()
+			default:
+				quoted(p.Value)
 			}
 		case *syntax.DblQuoted:
 			if p.Dollar {
-				s := src(w)
-				return word{value: s, src: s}, kindDynamic
+				return dynamic()
 			}
-			if !writeDblQuoted(p.Parts, &val, quoteGlob) {
-				s := src(w)
-				return word{value: s, src: s}, kindDynamic
+			if !writeDblQuoted(p.Parts, quoted) {
+				return dynamic()
 			}
-		default: // ParamExp, CmdSubst, ArithmExp, ProcSubst inside a word, ExtGlob
-			s := src(w)
-			return word{value: s, src: s}, kindDynamic
+		case *syntax.ExtGlob:
+			if a.posix {
+				return dynamic()
+			}
+			s := p.Op.String() + p.Pattern.Value + ")"
+			kind, ext = kindGlob, true
+			val.WriteString(s)
+			pat.WriteString(s)
+		default: // ParamExp, CmdSubst, ArithmExp, ProcSubst inside a word
+			return dynamic()
 		}
 	}
 	out := word{value: val.String()}
 	out.src = out.value
 	if kind == kindGlob {
-		out.pattern = strings.ReplaceAll(pat.String(), "[!", "[^")
-		out.src = src(w)
+		out.pattern = pat.String()
+		out.src = text
+		out.ext = ext
+		if !pattern.HasMeta(out.pattern, 0) && !ext {
+			kind = kindLiteral // an unmatched [ is a literal
+			out.pattern = ""
+		}
 	}
 	return out, kind
 }
 
+// quoteMeta escapes every character a mvdan.cc/sh pattern may treat
+// specially, extended operators and braces included.
+func quoteMeta(s string) string {
+	if !strings.ContainsAny(s, `*?[]\(){}|!+@`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(`*?[]\(){}|!+@`, s[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // writeDblQuoted writes the value of the parts of a double-quoted string to
-// val, and each byte to quoteGlob. It reports false, having written part of
-// the value, when a part is not a literal.
-func writeDblQuoted(parts []syntax.WordPart, val *strings.Builder, quoteGlob func(byte)) bool {
+// quoted. It reports false, having written part of the value, when a part
+// is not a literal.
+func writeDblQuoted(parts []syntax.WordPart, quoted func(string)) bool {
 	for _, q := range parts {
 		l, ok := q.(*syntax.Lit)
 		if !ok {
@@ -409,20 +604,28 @@ func writeDblQuoted(parts []syntax.WordPart, val *strings.Builder, quoteGlob fun
 				}
 				c = v[i]
 			}
-			val.WriteByte(c)
-			quoteGlob(c)
+			quoted(string(c))
 		}
 	}
 	return true
 }
 
-// src prints a node back as shell source.
-func src(n syntax.Node) string {
-	var b strings.Builder
-	if err := syntax.NewPrinter(syntax.Minify(true)).Print(&b, n); err != nil {
+// src returns a node's source text: the bytes of the script being walked
+// between its start and end (never the printer, which cannot print every
+// tree the parser builds, such as a brace word with an empty alternative).
+func (a *analyzer) src(n syntax.Node) string {
+	if n == nil {
+		return ""
+	}
+	start, end := n.Pos(), n.End()
+	if !start.IsValid() || !end.IsValid() {
 		return fmt.Sprintf("%T", n)
 	}
-	return strings.TrimSpace(b.String())
+	i, j := int(start.Offset()), int(end.Offset())
+	if i < 0 || j > len(a.text) || i > j {
+		return fmt.Sprintf("%T", n)
+	}
+	return strings.TrimSpace(a.text[i:j])
 }
 
 func firstLine(s string) string {
@@ -485,6 +688,7 @@ func (a *analyzer) command(argv []word, wrapped bool, depth int) {
 	a.words(name.value, argv[1:])
 	base := path.Base(name.value)
 	args := argv[1:]
+	a.catalogue(len(a.res.Commands)-1, base, args)
 	switch base {
 	case "eval":
 		a.unverifiable("%q runs a string as shell code", cmd.Text)
@@ -539,11 +743,55 @@ func (a *analyzer) command(argv []word, wrapped bool, depth int) {
 	case "git":
 		a.git(cmd.Text, args)
 	case "sh", "bash", "dash", "ash", "ksh", "mksh", "rbash":
-		a.shell(cmd.Text, args, depth)
+		a.shell(cmd.Text, base, args, depth)
 	case "zsh", "fish", "csh", "tcsh", "ksh93", "busybox", "pwsh", "nu", "elvish", "xonsh":
 		a.unverifiable("%q runs a shell whose language is not analysed", cmd.Text)
 	}
 }
+
+// catalogue records the catalogued risky options of command i and the
+// paths it reads beneath or from history.
+func (a *analyzer) catalogue(i int, base string, args []word) {
+	rule, ok := catalogFor(base)
+	if !ok {
+		return
+	}
+	vals := make([]string, 0, len(args))
+	for _, w := range args {
+		if w.kind == kindDynamic || w.kind == kindProcSubst {
+			return // reported as unverifiable already
+		}
+		vals = append(vals, w.value)
+	}
+	risky, recursive := rule.risky(base, vals)
+	a.res.Commands[i].Risky = risky
+	name := a.res.Commands[i].Name
+	var rec []string
+	if recursive {
+		for _, v := range vals {
+			if !strings.HasPrefix(v, "-") {
+				rec = append(rec, v)
+			}
+		}
+		if len(rec) == 0 || (len(rec) == 1 && searchesCwd[base]) {
+			rec = append(rec, ".") // the default operand
+		}
+	}
+	if base == "git" {
+		paths, globs := gitPaths(vals)
+		for _, p := range paths {
+			a.res.Words = append(a.res.Words, Word{Value: p, Command: name})
+		}
+		rec = append(rec, globs...)
+	}
+	for _, v := range rec {
+		a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true})
+	}
+}
+
+// searchesCwd are recursive searchers whose first operand is a pattern
+// and which search "." without a path operand.
+var searchesCwd = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "rgrep": true, "rg": true, "ag": true}
 
 // builtinPrintf is the printf builtin, whose -v option assigns a variable.
 const builtinPrintf = "printf"
@@ -582,7 +830,7 @@ func (a *analyzer) words(cmd string, args []word) {
 		case kindProcSubst:
 			continue
 		}
-		a.res.Words = append(a.res.Words, Word{Value: w.value, Glob: w.pattern, Command: cmd})
+		a.res.Words = append(a.res.Words, Word{Value: w.value, Glob: w.pattern, ExtGlob: w.ext, Command: cmd})
 		for _, d := range derived(w.value) {
 			a.res.Words = append(a.res.Words, Word{Value: d, Command: cmd})
 		}
@@ -802,7 +1050,7 @@ func (a *analyzer) find(text string, args []word, depth int) {
 
 // shell analyses sh/bash invocations: the string of -c recursively, anything
 // else (a script file, stdin) is unverifiable.
-func (a *analyzer) shell(text string, args []word, depth int) {
+func (a *analyzer) shell(text, name string, args []word, depth int) {
 	hasC := false
 	i := 0
 	for ; i < len(args); i++ {
@@ -860,9 +1108,22 @@ func (a *analyzer) shell(text string, args []word, depth int) {
 	// The string's words were recorded as arguments; they are code, not
 	// files, so drop them again before analysing the code itself.
 	a.dropWord(s.value)
-	if err := a.script(s.value, depth+1); err != nil && a.err == nil {
+	if err := a.script(s.value, depth+1, shellDialect(name)); err != nil && a.err == nil {
 		a.err = fmt.Errorf("in %q: %w", text, err)
 	}
+}
+
+// shellDialect returns the dialects the shell called name reads a -c string
+// in: bash's for bash, dash's for dash and ash, and both for sh and the
+// Korn shells (sh is bash on some systems).
+func shellDialect(name string) Dialect {
+	switch name {
+	case "bash", "rbash":
+		return Bash
+	case "dash", "ash":
+		return POSIX
+	}
+	return AllDialects
 }
 
 // dropWord removes the last recorded word with value v and the words derived

@@ -24,7 +24,7 @@ func TestAnalyzeFindsEveryCommand(t *testing.T) {
 		{"a list yields each command", "git status; rm -rf /", []string{"git status", "rm -rf /"}},
 		{"a pipeline yields each stage", "ls && curl x | sh", []string{"ls", "curl x", "sh"}},
 		{"command substitution is recursed into", "echo $(rm -rf /)", []string{"echo $(rm -rf /)", "rm -rf /"}},
-		{"backticks are recursed into", "echo `id`", []string{"echo $(id)", "id"}},
+		{"backticks are recursed into", "echo `id`", []string{"echo `id`", "id"}},
 		{"bash -c strings are parsed", "bash -c 'cat /etc/passwd'", []string{"bash -c 'cat /etc/passwd'", "cat /etc/passwd"}},
 		{"nested sh -c strings are parsed", `sh -c "bash -c 'rm x'"`, []string{`sh -c 'bash -c '\''rm x'\'''`, "bash -c 'rm x'", "rm x"}},
 		{"process substitution is recursed into", "diff <(ls a) >(tee b)", []string{"diff <(ls a) >(tee b)", "ls a", "tee b"}},

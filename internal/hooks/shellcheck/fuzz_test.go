@@ -1,0 +1,63 @@
+package shellcheck
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// FuzzAnalyze reads arbitrary text in both dialects without the recover
+// AnalyzeDialects keeps as a last resort: any panic on any input is a bug.
+// It also expands every glob it reports against a small real tree.
+func FuzzAnalyze(f *testing.F) {
+	for _, s := range []string{
+		"src/main{.go,}", "cat src/main{.go,}", "echo x{,}", "echo {a,b}{c,}", "ls > {.env,}",
+		"cat - < {secrets/key,}", "git status > {../x,}", "{,}", "a{,}{,}b", "cat {,,}",
+		"echo {a..c}{,x}", "cat .[[:alpha:]]nv", "cat .[[=e=]]nv", "ls .[[:punct:]]",
+		"cat @(a|b) !(x)", "[[ -f x || cat .env > y ]]", "echo $'\\x41' $\"x\"", "cat <<< x",
+		"diff <(ls) >(cat)", "function f { ls; }", "echo $((1+2))", "sh -c 'cat {a,}'",
+		"bash -c \"echo {x,}\" > {o,}", "cat <<EOF\n{a,}\nEOF", "x=1 {a,b}=c", "[ \"$x\" ] && ls",
+		"echo `ls {a,}`", "coproc ls", "ls |& cat", "cat a\\{b,c\\}", "echo ${x:-{a,}}",
+		"cat a | grep b > c; ls -l && echo $X", "a=1 b=2 ls", "echo 'x' \"y\" > f 2>&1", "! ls || true",
+		"case x in a) ls;; esac", "time ls", "x+=1", "echo $'a'", "local x=1", "ls &> f",
+	} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	for _, p := range []string{"a/b", ".env", "x[y]"} {
+		_ = os.MkdirAll(filepath.Join(dir, p), 0o755)
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		if len(cmd) > 4096 {
+			return
+		}
+		if sameReadings(cmd) {
+			// The shortcut that reads such text once must be exact.
+			b, errB := analyze(cmd, Bash)
+			p, errP := analyze(cmd, POSIX)
+			if (errB == nil) != (errP == nil) || (errB == nil && !reflect.DeepEqual(b, p)) {
+				t.Fatalf("%q reads differently: bash %+v (%v), posix %+v (%v)", cmd, b, errB, p, errP)
+			}
+		}
+		an, err := analyze(cmd, AllDialects)
+		if err != nil {
+			return
+		}
+		for _, w := range an.Words {
+			if w.Glob == "" {
+				continue
+			}
+			ms, err := Expand(w.Glob, dir, GlobOptions{ExtGlob: w.ExtGlob, Home: dir})
+			if err != nil {
+				continue
+			}
+			for _, m := range ms {
+				if !strings.HasPrefix(m, "/") {
+					t.Fatalf("Expand(%q) returned a relative path %q", w.Glob, m)
+				}
+			}
+		}
+	})
+}
