@@ -28,6 +28,10 @@ const (
 	ConditionEnforced = "Enforced"
 	// ConditionDegraded is True on a PluginHook whose plugin keeps failing (circuit open).
 	ConditionDegraded = "Degraded"
+	// ConditionWarning is True on an accepted policy with findings worth a
+	// look, such as an AutonomyPolicy allow-list entry that lets an agent
+	// run arbitrary programs; absent when there are none.
+	ConditionWarning = "Warning"
 )
 
 // Condition reasons.
@@ -50,6 +54,8 @@ const (
 	ReasonPluginHealthy = "PluginHealthy"
 	// ReasonCircuitOpen means some gateway stopped calling the plugin after repeated failures.
 	ReasonCircuitOpen = "CircuitOpen"
+	// ReasonArbitraryPrograms means a shell allow-list entry lets an agent run arbitrary programs.
+	ReasonArbitraryPrograms = "ArbitraryPrograms"
 )
 
 // EnforcementAction says what a policy does with a call it would deny.

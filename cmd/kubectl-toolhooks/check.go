@@ -28,6 +28,7 @@ type checkFlags struct {
 	workspace          string
 	keepWorkspaceRoots bool
 	output             string
+	strict             bool
 }
 
 func newCheckCmd() *cobra.Command {
@@ -50,7 +51,9 @@ PluginHooks are not called offline: their failurePolicy decides the calls they h
 
 -o json prints {"allowed":bool,"hook":...,"policy":{"kind","namespace","name"},"rule":...,"reason":...};
 "allowed" is always present, the others only on a denial ("policy" only when a policy object denied).
-Warn-mode would-be denials are printed on stderr.
+Warn-mode would-be denials are printed on stderr, and so are policy warnings: shell
+allow-list entries that let an agent run arbitrary programs (python *, make *, bash *,
+npm run *, ...). --strict turns those warnings into errors (exit 2).
 
 Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 		Example: `  kubectl toolhooks check -f config/samples --tool read_file --args '{"path":"config/.env"}'
@@ -70,6 +73,7 @@ Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 	fl.StringVar(&f.workspace, "workspace", "", "directory standing in for the gateway's workspace (default: current directory)")
 	fl.BoolVar(&f.keepWorkspaceRoots, "keep-workspace-roots", false, "use the policies' workspace roots as written")
 	fl.StringVarP(&f.output, "output", "o", outputText, "output format: text or json")
+	fl.BoolVar(&f.strict, "strict", false, "treat policy warnings (allow-list entries that run arbitrary programs) as errors (exit 2)")
 	return cmd
 }
 
@@ -97,6 +101,13 @@ func (f *checkFlags) run(cmd *cobra.Command) error {
 	}
 	if l.Count() == 0 {
 		return badInput(fmt.Errorf("%w: no policies found in %v", cli.ErrBadInput, f.files))
+	}
+	lint := l.Lint()
+	for _, w := range lint {
+		_, _ = fmt.Fprintln(cmd.ErrOrStderr(), "Warning:", w)
+	}
+	if f.strict && len(lint) > 0 {
+		return badInput(fmt.Errorf("%w: --strict: %d policy warning(s)", cli.ErrBadInput, len(lint)))
 	}
 	ev, err := cli.NewEvaluator(l, cli.Options{
 		Namespace: f.namespace, Labels: f.labels, Workspace: ws, KeepWorkspaceRoots: f.keepWorkspaceRoots,

@@ -482,3 +482,21 @@ func TestBinaryExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckWarnsOfArbitraryProgramsAndStrictFails checks the policy lint:
+// an allow-list entry that runs arbitrary programs is a warning naming it,
+// and --strict makes it an error.
+func TestCheckWarnsOfArbitraryProgramsAndStrictFails(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "p.yaml", "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: AutonomyPolicy\nmetadata: {name: p}\n"+
+		"spec:\n  workspace: {root: /workspace}\n  shell: {allow: true, allowedCommands: [\"git status\", \"python3 *\", \"npm run *\"]}\n")
+	args := []string{"check", "-f", dir, "--workspace", dir, "--tool", "shell", "--args", `{"command":"git status"}`}
+	r := runCLI(t, args...)
+	if r.code != 0 || !strings.Contains(r.stderr, `"python3 *"`) || !strings.Contains(r.stderr, `"npm run *"`) {
+		t.Fatalf("exit %d, stderr %q; want 0 with warnings naming both entries", r.code, r.stderr)
+	}
+	r = runCLI(t, append(args, "--strict")...)
+	if r.code != 2 || !strings.Contains(r.stderr, "--strict") {
+		t.Fatalf("with --strict: exit %d, stderr %q; want 2", r.code, r.stderr)
+	}
+}

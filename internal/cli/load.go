@@ -161,3 +161,18 @@ func IsSuiteFile(name string) bool {
 	n := strings.ToLower(name)
 	return strings.HasSuffix(n, ".test.yaml") || strings.HasSuffix(n, ".test.yml")
 }
+
+// Lint returns the loaded policies' warnings (compile.Lint), each naming
+// the policy and its file: allow-list entries that let an agent run
+// arbitrary programs.
+func (l *Loaded) Lint() []string {
+	var out []string
+	for i := range l.Policies.Autonomy {
+		p := &l.Policies.Autonomy[i]
+		for _, w := range compile.Lint(p) {
+			out = append(out, fmt.Sprintf("AutonomyPolicy %s/%s (%s): %s", p.Namespace, p.Name,
+				l.Source("AutonomyPolicy", p.Namespace, p.Name), w))
+		}
+	}
+	return out
+}

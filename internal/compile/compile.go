@@ -18,6 +18,7 @@ import (
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 )
 
 // DefaultPluginTimeout is a PluginHook's timeout when its spec sets none.
@@ -290,4 +291,19 @@ func One(obj metav1.Object) (gatewayconfig.Hook, error) {
 		return Plugin(Ref(gatewayconfig.KindPluginHook, p.ObjectMeta), &p.Spec)
 	}
 	return gatewayconfig.Hook{}, fmt.Errorf("%T is not a policy kind: %w", obj, gatewayconfig.ErrInvalidSpec)
+}
+
+// Lint returns the warnings of a policy that compiles: for an
+// AutonomyPolicy, each shell allow-list entry that lets an agent run
+// arbitrary programs (autonomy.Lint). Nil for other kinds.
+func Lint(obj any) []string {
+	p, ok := obj.(*policyv1alpha1.AutonomyPolicy)
+	if !ok || p.Spec.Shell == nil || !p.Spec.Shell.Allow {
+		return nil
+	}
+	var out []string
+	for _, f := range autonomy.Lint(p.Spec.Shell.AllowedCommands) {
+		out = append(out, f.String())
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,6 +81,10 @@ func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.R
 		c := *before
 		prev = &c
 	}
+	prevWarning := ""
+	if w := meta.FindStatusCondition(current.Conditions, policyv1alpha1.ConditionWarning); w != nil {
+		prevWarning = w.Message
+	}
 	base := obj.DeepCopyObject().(client.Object)
 	*current = desired
 	// Optimistic locking: a patch computed from a stale cached copy must not
@@ -97,6 +102,9 @@ func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.R
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(obj, nil, eventType, accepted.Reason, "Compile", "%s", accepted.Message)
+	}
+	if w := meta.FindStatusCondition(desired.Conditions, policyv1alpha1.ConditionWarning); w != nil && w.Message != prevWarning {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, w.Reason, "Lint", "%s", w.Message)
 	}
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
 }
@@ -142,6 +150,13 @@ func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, pods
 			"The policy compiles into a hook"
 	}
 	meta.SetStatusCondition(&desired.Conditions, cond)
+	if warnings := compile.Lint(obj); cond.Status == metav1.ConditionTrue && len(warnings) > 0 {
+		meta.SetStatusCondition(&desired.Conditions, metav1.Condition{Type: policyv1alpha1.ConditionWarning,
+			ObservedGeneration: obj.GetGeneration(), Status: metav1.ConditionTrue,
+			Reason: policyv1alpha1.ReasonArbitraryPrograms, Message: strings.Join(warnings, "; ")})
+	} else {
+		meta.RemoveStatusCondition(&desired.Conditions, policyv1alpha1.ConditionWarning)
+	}
 
 	var selected, enforcing, degraded int32
 	sel := obj.(interface{ GetGatewaySelector() *metav1.LabelSelector }).GetGatewaySelector()

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,4 +70,35 @@ func TestDesiredStatusReportsEnforcementAndPluginHealth(t *testing.T) {
 			t.Errorf("an AutonomyPolicy got a Degraded condition: %+v", st.Conditions)
 		}
 	})
+}
+
+// TestDesiredStatusWarnsOfArbitraryPrograms checks the lint condition: an
+// allow-list entry that runs arbitrary programs is named, and fixing it
+// removes the condition.
+func TestDesiredStatusWarnsOfArbitraryPrograms(t *testing.T) {
+	ap := &policyv1alpha1.AutonomyPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Generation: 2},
+		Spec: policyv1alpha1.AutonomyPolicySpec{Workspace: &policyv1alpha1.Workspace{Root: "/workspace"},
+			Shell: &policyv1alpha1.ShellPolicy{Allow: true, AllowedCommands: []string{"git status", "python *", "npm run *", "make *", "bash *"}}}}
+	st := DesiredStatus(ap, &ap.Status, nil, nil)
+	w := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionWarning)
+	if w == nil || w.Status != metav1.ConditionTrue || w.Reason != policyv1alpha1.ReasonArbitraryPrograms {
+		t.Fatalf("warning condition = %+v", w)
+	}
+	for _, entry := range []string{`"python *"`, `"npm run *"`, `"make *"`, `"bash *"`} {
+		if !strings.Contains(w.Message, entry) {
+			t.Errorf("warning %q does not name %s", w.Message, entry)
+		}
+	}
+	if strings.Contains(w.Message, "git status") {
+		t.Errorf("warning %q names a harmless entry", w.Message)
+	}
+	if a := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionAccepted); a == nil || a.Status != metav1.ConditionTrue {
+		t.Errorf("a policy with warnings is not accepted: %+v", a)
+	}
+	ap.Status = st
+	ap.Spec.Shell.AllowedCommands = []string{"git status"}
+	st = DesiredStatus(ap, &ap.Status, nil, nil)
+	if w := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionWarning); w != nil {
+		t.Errorf("the warning stayed after the entries were removed: %+v", w)
+	}
 }

@@ -479,15 +479,7 @@ const (
 // shellClass classifies a tool as the Contract hook does (see
 // shellcheck.ClassifyTool).
 func shellClass(tool string, args map[string]any) shellKind {
-	has := false
-	for k := range args {
-		for _, c := range shellcheck.CommandKeys {
-			if strings.EqualFold(k, c) {
-				has = true
-			}
-		}
-	}
-	return shellcheck.ClassifyTool(tool, has)
+	return shellcheck.ClassifyTool(tool, args)
 }
 
 // isCwdKey reports whether p is the value of a working-directory argument.

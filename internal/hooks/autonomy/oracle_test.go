@@ -93,7 +93,7 @@ func (o *oracle) allowed(cmd string) bool {
 }
 
 var (
-	straceLine = regexp.MustCompile(`^\d+ (\w+)\((.*)$`)
+	straceLine = regexp.MustCompile(`^\d+\s+(\w+)\((.*)$`)
 	openResult = regexp.MustCompile(`= \d+<([^>]*)>$`)
 	dirArg     = regexp.MustCompile(`<([^>]*)>, "((?:[^"\\]|\\.)*)"`)
 	firstStr   = regexp.MustCompile(`^"((?:[^"\\]|\\.)*)"`)
@@ -108,19 +108,24 @@ func (o *oracle) run(t testing.TB, shell, cmd string) []string {
 	t.Helper()
 	log := filepath.Join(o.tmp, "strace.log")
 	_ = os.Remove(log)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, o.strace, "-f", "-qq", "-y", "-e", "trace=%file,%process", "-o", log, shell, "-c", cmd)
 	c.Dir = o.ws
 	c.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + o.ws, "LC_ALL=C"}
 	c.Stdin = nil
 	_ = c.Run() // the command's own exit status does not matter
+	if ctx.Err() != nil {
+		// An incomplete trace proves nothing: never pass on one.
+		t.Fatalf("tracing %s -c %q did not finish", shell, cmd)
+	}
 	f, err := os.Open(log)
 	if err != nil {
 		t.Fatalf("strace wrote no log for %q: %v", cmd, err)
 	}
 	defer func() { _ = f.Close() }()
 	var bad []string
+	traced := false
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -130,6 +135,9 @@ func (o *oracle) run(t testing.TB, shell, cmd string) []string {
 			continue
 		}
 		name, rest := m[1], m[2]
+		if name == "execve" && strings.Contains(rest, `"`+shell+`"`) {
+			traced = true
+		}
 		switch {
 		case name == "execve" || name == "execveat":
 			if strings.Contains(line, "= -1 ") {
@@ -170,6 +178,9 @@ func (o *oracle) run(t testing.TB, shell, cmd string) []string {
 				}
 			}
 		}
+	}
+	if err := sc.Err(); err != nil || !traced {
+		t.Fatalf("the trace of %s -c %q is incomplete (%v): strace could not trace the shell", shell, cmd, err)
 	}
 	return bad
 }

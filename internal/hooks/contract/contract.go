@@ -170,7 +170,7 @@ func classify(tool string) toolClass {
 	switch {
 	case strings.EqualFold(tool, "git"), strings.EqualFold(tool, "process"):
 		return classExec
-	case shellcheck.ClassifyTool(tool, true) != shellcheck.NotShell:
+	case shellcheck.ClassifyTool(tool, nil) != shellcheck.NotShell:
 		// The same shell and code tools as the Autonomy hook's.
 		return classShell
 	}

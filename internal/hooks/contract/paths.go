@@ -159,7 +159,7 @@ func (h *ContractScope) callPaths(m *pathguard.Memo, call *hooks.Call) ([]callPa
 		return nil, err
 	}
 	switch {
-	case shellcheck.ClassifyTool(call.Tool, true) == shellcheck.ShellTool:
+	case shellcheck.ClassifyTool(call.Tool, call.Args) == shellcheck.ShellTool:
 		for _, key := range shellcheck.CommandKeys {
 			v, ok := lookupFold(call.Args, key)
 			if !ok || v == nil {

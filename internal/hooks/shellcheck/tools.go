@@ -16,35 +16,47 @@ const (
 	CodeTool
 )
 
-// shellTools are the tools known to run a shell command line: the
+// toolClasses are the tools known to run a shell command line (the
 // gateway's own shell and process tools, Claude Code's Bash, Codex's shell,
 // exec_command and local_shell, Cursor's run_terminal_cmd, Gemini CLI's
-// run_shell_command, Cline's execute_command.
-var shellTools = []string{"shell", "bash", "process", "sh", "run_terminal_cmd", "exec_command",
-	"local_shell", "container.exec", "run_shell_command", "execute_command", "terminal", "run_command"}
-
-// codeTools run code in an interpreter.
-var codeTools = []string{"code_exec", "execute_code", "run_code", "code_interpreter", "python", "run_python", "jupyter"}
+// run_shell_command, Cline's execute_command) or code in an interpreter,
+// by lower-case name.
+var toolClasses = map[string]ToolClass{
+	"shell": ShellTool, "bash": ShellTool, "process": ShellTool, "sh": ShellTool,
+	"run_terminal_cmd": ShellTool, "exec_command": ShellTool, "local_shell": ShellTool,
+	"container.exec": ShellTool, "run_shell_command": ShellTool, "execute_command": ShellTool,
+	"terminal": ShellTool, "run_command": ShellTool,
+	"code_exec": CodeTool, "execute_code": CodeTool, "run_code": CodeTool, "code_interpreter": CodeTool,
+	"python": CodeTool, "run_python": CodeTool, "jupyter": CodeTool,
+}
 
 // ClassifyTool returns the class of a tool by name (case-insensitive). Both
 // policy hooks use it, so they agree on which tools are shells. A process
-// tool is a shell only when hasCommand (its start action with a command);
-// its other actions (list, poll, kill) run nothing.
-func ClassifyTool(tool string, hasCommand bool) ToolClass {
-	for _, t := range shellTools {
-		if strings.EqualFold(tool, t) {
-			if t == "process" && !hasCommand {
-				return NotShell
+// tool is a shell only when args has a command (its start action); its
+// other actions (list, poll, kill) run nothing.
+func ClassifyTool(tool string, args map[string]any) ToolClass {
+	c, ok := toolClasses[tool]
+	if !ok {
+		if c, ok = toolClasses[strings.ToLower(tool)]; !ok {
+			return NotShell
+		}
+	}
+	if c == ShellTool && strings.EqualFold(tool, "process") && !hasCommandKey(args) {
+		return NotShell
+	}
+	return c
+}
+
+// hasCommandKey reports whether args has one of CommandKeys (any case).
+func hasCommandKey(args map[string]any) bool {
+	for k := range args {
+		for _, c := range CommandKeys {
+			if strings.EqualFold(k, c) {
+				return true
 			}
-			return ShellTool
 		}
 	}
-	for _, t := range codeTools {
-		if strings.EqualFold(tool, t) {
-			return CodeTool
-		}
-	}
-	return NotShell
+	return false
 }
 
 // CommandKeys are the argument names a shell tool's command line is in.
