@@ -110,8 +110,17 @@ $(MCP_NPM_DIR)/node_modules/.package-lock.json: $(MCP_NPM_DIR)/package.json $(MC
 	cd $(MCP_NPM_DIR) && npm ci --no-audit --no-fund
 	@touch $@
 
+# Bounded fuzz runs of the shell checker in CI: the differential oracle (real
+# bash and dash under strace) and the analysis itself (no panic, both readings).
+FUZZ_TIME ?= 30s
+
+.PHONY: fuzz-ci
+fuzz-ci: test-deps ## Run the shell checker's fuzz targets for FUZZ_TIME each.
+	go test -run '^$$' -fuzz '^FuzzOracle$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/autonomy
+	go test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/shellcheck
+
 .PHONY: ci
-ci: verify lint test ci-e2e ## What CI runs: generated code current, lint, all tests, then the e2e suite.
+ci: verify lint test fuzz-ci ci-e2e ## What CI runs: generated code current, lint, all tests, then the e2e suite.
 
 .PHONY: ci-e2e
 ci-e2e: ## Run make e2e when this machine can run a local cluster; fail loudly otherwise unless TOOLHOOKS_SKIP_E2E=1.

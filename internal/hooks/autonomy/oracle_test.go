@@ -40,13 +40,13 @@ func newOracle(t testing.TB) *oracle {
 	t.Helper()
 	st, err := exec.LookPath("strace")
 	if err != nil {
-		t.Skip("strace is not installed (Debian package strace)")
+		t.Fatal("strace is not installed (Debian package strace; make test-deps installs it)")
 	}
 	var shells []string
 	for _, s := range []string{"bash", "dash"} {
 		p, err := exec.LookPath(s)
 		if err != nil {
-			t.Skipf("%s is not installed (Debian package %s)", s, s)
+			t.Fatalf("%s is not installed (Debian package %s; make test-deps installs it)", s, s)
 		}
 		shells = append(shells, p)
 	}
