@@ -43,6 +43,7 @@ type flags struct {
 	policies        string
 	namespace       string
 	labels          map[string]string
+	policyDebounce  time.Duration
 	toolTimeout     time.Duration
 	staticTokenFile string
 	shutdownTimeout time.Duration
@@ -69,6 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.policies, "policies", "", "standalone mode: load policy YAML files from this directory and reload them on change")
 	fs.StringVar(&f.namespace, "namespace", "default", "standalone mode: the gateway's namespace; only policies in it apply")
 	labels := fs.String("labels", "", "standalone mode: the gateway's labels as k=v,k2=v2, matched by gatewaySelectors")
+	fs.DurationVar(&f.policyDebounce, "policy-debounce", gateway.DefaultDebounce, "standalone mode: load the policy files only once they stayed unchanged this long")
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", hooks.DefaultToolTimeout, "how long a tool may run (0 for no limit)")
 	fs.StringVar(&f.staticTokenFile, "static-token-file", "", "accept configuration pushes bearing the token in this file (standalone use)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for calls in flight on shutdown")
@@ -208,7 +210,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	if f.policies != "" {
 		go func() {
-			_ = srv.RunStandalone(ctx, gateway.StandaloneOptions{Dir: f.policies, Namespace: f.namespace, Labels: f.labels})
+			_ = srv.RunStandalone(ctx, gateway.StandaloneOptions{Dir: f.policies, Namespace: f.namespace, Labels: f.labels, Debounce: f.policyDebounce})
 		}()
 	}
 
