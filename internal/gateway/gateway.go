@@ -81,7 +81,12 @@ type Options struct {
 	// ToolTimeout bounds each tool run (0 means hooks.DefaultToolTimeout;
 	// negative means none).
 	ToolTimeout time.Duration
-	// Audit receives one AuditLog record per call; nil writes JSON lines to stdout.
+	// Audit receives the AuditLog records (see package audit: an allowed
+	// call's decision record before its tool runs, then the call's record);
+	// nil writes JSON lines to stdout. A failing write denies the call it
+	// records (or, after the tool ran, is logged), counts
+	// toolhooks_audit_write_errors_total and makes the gateway not ready for
+	// AuditFailureHold, or while the sink's Healthy method (if any) fails.
 	Audit audit.Sink
 	// Authenticator authenticates configuration pushes; nil refuses every push.
 	Authenticator Authenticator
@@ -138,6 +143,7 @@ type Server struct {
 	metrics   *metrics
 	denials   *denialQueue
 	handler   http.Handler
+	audit     *auditHealth // wraps Options.Audit
 
 	applyMu sync.Mutex // serialises Apply
 	cur     atomic.Pointer[active]
@@ -208,6 +214,8 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
 	s.metrics = m
+	s.audit = &auditHealth{sink: opts.Audit, errs: m.auditErrors}
+	s.opts.Audit = s.audit
 	initial, err := s.noPolicyExecutor(NoPolicyReason)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: initial executor: %w", err)
@@ -226,12 +234,15 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Close() { s.denials.close() }
 
 // Ready reports whether a configuration holding at least one policy is in
-// force.
+// force and the audit sink is writing.
 func (s *Server) Ready() bool { return s.NotReadyReason() == "" }
 
 // NotReadyReason says why the gateway is not ready, or is empty when it is.
 func (s *Server) NotReadyReason() string {
-	return s.cur.Load().noPolicy
+	if r := s.cur.Load().noPolicy; r != "" {
+		return r
+	}
+	return s.audit.notReady()
 }
 
 // ConfigStatus describes the configuration in force.
