@@ -23,11 +23,13 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
-	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/plugins"
 )
 
 func main() {
+	// A write to a closed stdout returns EPIPE (and denies the call it
+	// records) instead of killing the gateway.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -47,6 +49,7 @@ type flags struct {
 	toolTimeout     time.Duration
 	staticTokenFile string
 	shutdownTimeout time.Duration
+	audit           auditFlags
 	gogc            int // garbage collector percentage to set; 0 keeps the runtime's (GOGC)
 	kube            kubeFlags
 	mcp             mcpFlags
@@ -77,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	gogc := fs.Int("gogc", defaultGOGC, "garbage collector percentage (as GOGC); without this flag a GOGC environment variable wins")
 	f.kube.register(fs)
 	f.mcp.register(fs)
+	f.audit.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -151,7 +155,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts := gateway.Options{
 		Workspace:   f.workspace,
 		ToolTimeout: f.toolTimeout,
-		Audit:       audit.NewJSONSink(stdout),
+		Audit:       f.audit.sink(stdout),
 		Plugins:     pluginHost.Build,
 		OnApplied:   pluginHost.Retain,
 		Degraded:    pluginHost.Degraded,
