@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/plugins"
@@ -50,6 +52,8 @@ type flags struct {
 	staticTokenFile string
 	shutdownTimeout time.Duration
 	audit           auditFlags
+	maxConns        int
+	idleTimeout     time.Duration
 	gogc            int // garbage collector percentage to set; 0 keeps the runtime's (GOGC)
 	kube            kubeFlags
 	mcp             mcpFlags
@@ -81,6 +85,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	f.kube.register(fs)
 	f.mcp.register(fs)
 	f.audit.register(fs)
+	fs.IntVar(&f.maxConns, "max-connections", 1024, "most HTTP connections served at once; further ones wait in the kernel's backlog (0: no limit)")
+	fs.DurationVar(&f.idleTimeout, "http-idle-timeout", 30*time.Second, "close keep-alive connections idle this long")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -196,15 +202,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	ln, err := net.Listen("tcp", f.listen)
+	ln, err := listen(f.listen, f.maxConns)
 	if err != nil {
-		return fmt.Errorf("listening: %w", err)
+		return err
 	}
 	hs := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute, // the request only; tools may run longer (no WriteTimeout)
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       f.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
@@ -230,4 +236,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
+}
+
+// listen listens on addr and serves at most maxConns connections at once
+// (0: no limit): one caller holding thousands of idle keep-alive
+// connections cannot exhaust the gateway's memory or file descriptors.
+func listen(addr string, maxConns int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening: %w", err)
+	}
+	if maxConns > 0 {
+		ln = netutil.LimitListener(ln, maxConns)
+	}
+	return ln, nil
 }
