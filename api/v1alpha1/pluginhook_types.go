@@ -39,9 +39,9 @@ const (
 type FailurePolicy string
 
 const (
-	// FailurePolicyIgnore allows the call when the plugin fails (the original's behaviour).
+	// FailurePolicyIgnore allows the call when the plugin fails (fail-open); it must be chosen explicitly.
 	FailurePolicyIgnore FailurePolicy = "Ignore"
-	// FailurePolicyFail denies the call when the plugin fails.
+	// FailurePolicyFail denies the call when the plugin fails (the default).
 	FailurePolicyFail FailurePolicy = "Fail"
 )
 
@@ -149,9 +149,10 @@ type PluginHookSpec struct {
 	// +optional
 	// +kubebuilder:default="5s"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
-	// failurePolicy is Ignore (allow when the plugin fails; default, as in the original) or Fail (deny).
+	// failurePolicy is Fail (deny the call when the plugin fails: times out, crashes or answers
+	// badly; the default) or Ignore (allow it: fail-open, only when chosen explicitly).
 	// +optional
-	// +kubebuilder:default=Ignore
+	// +kubebuilder:default=Fail
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
 	// tools are globs of tool names the plugin is called for; empty means every tool.
 	// +optional

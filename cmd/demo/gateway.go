@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 )
 
 // stopGrace is how long a process gets to exit after SIGTERM before SIGKILL.
@@ -205,12 +207,14 @@ func (g *gatewayProcess) waitReady(ctx context.Context, timeout time.Duration) e
 	}
 }
 
-// auditRecords returns how many audit records (JSON lines on stdout) the
-// gateway wrote, waiting briefly for want of them.
+// auditRecords returns how many calls' audit records (JSON lines on stdout
+// with message "Tool call"; an allowed call's decision record, "Tool call
+// started", precedes its record) the gateway wrote, waiting briefly for want
+// of them.
 func (g *gatewayProcess) auditRecords(want int) int {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		n := strings.Count(g.stdout.String(), "\n")
+		n := strings.Count(g.stdout.String(), `"msg":"`+audit.Message+`",`)
 		if n >= want || time.Now().After(deadline) {
 			return n
 		}

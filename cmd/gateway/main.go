@@ -21,14 +21,18 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
-	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/plugins"
 	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
 
 func main() {
+	// A write to a closed stdout returns EPIPE (and denies the call it
+	// records) instead of killing the gateway.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -44,9 +48,13 @@ type flags struct {
 	policies        string
 	namespace       string
 	labels          map[string]string
+	policyDebounce  time.Duration
 	toolTimeout     time.Duration
 	staticTokenFile string
 	shutdownTimeout time.Duration
+	audit           auditFlags
+	maxConns        int
+	idleTimeout     time.Duration
 	gogc            int // garbage collector percentage to set; 0 keeps the runtime's (GOGC)
 	sandbox         sandbox.Config
 	kube            kubeFlags
@@ -71,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.policies, "policies", "", "standalone mode: load policy YAML files from this directory and reload them on change")
 	fs.StringVar(&f.namespace, "namespace", "default", "standalone mode: the gateway's namespace; only policies in it apply")
 	labels := fs.String("labels", "", "standalone mode: the gateway's labels as k=v,k2=v2, matched by gatewaySelectors")
+	fs.DurationVar(&f.policyDebounce, "policy-debounce", gateway.DefaultDebounce, "standalone mode: load the policy files only once they stayed unchanged this long")
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", hooks.DefaultToolTimeout, "how long a tool may run (0 for no limit)")
 	fs.StringVar(&f.staticTokenFile, "static-token-file", "", "accept configuration pushes bearing the token in this file (standalone use)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for calls in flight on shutdown")
@@ -79,6 +88,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	readExec := fs.String("sandbox-read-exec-dirs", strings.Join(sandbox.DefaultReadExecDirs, ","), "comma-separated paths confined processes may read and execute beneath")
 	f.kube.register(fs)
 	f.mcp.register(fs)
+	f.audit.register(fs)
+	fs.IntVar(&f.maxConns, "max-connections", 1024, "most HTTP connections served at once; further ones wait in the kernel's backlog (0: no limit)")
+	fs.DurationVar(&f.idleTimeout, "http-idle-timeout", 30*time.Second, "close keep-alive connections idle this long")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -171,7 +183,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Sandbox:     sb,
 		Workspace:   f.workspace,
 		ToolTimeout: f.toolTimeout,
-		Audit:       audit.NewJSONSink(stdout),
+		Audit:       f.audit.sink(stdout),
 		Plugins:     pluginHost.Build,
 		OnApplied:   pluginHost.Retain,
 		Degraded:    pluginHost.Degraded,
@@ -212,15 +224,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	ln, err := net.Listen("tcp", f.listen)
+	ln, err := listen(f.listen, f.maxConns)
 	if err != nil {
-		return fmt.Errorf("listening: %w", err)
+		return err
 	}
 	hs := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute, // the request only; tools may run longer (no WriteTimeout)
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       f.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
@@ -230,7 +242,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	if f.policies != "" {
 		go func() {
-			_ = srv.RunStandalone(ctx, gateway.StandaloneOptions{Dir: f.policies, Namespace: f.namespace, Labels: f.labels})
+			_ = srv.RunStandalone(ctx, gateway.StandaloneOptions{Dir: f.policies, Namespace: f.namespace, Labels: f.labels, Debounce: f.policyDebounce})
 		}()
 	}
 
@@ -246,4 +258,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
+}
+
+// listen listens on addr and serves at most maxConns connections at once
+// (0: no limit): one caller holding thousands of idle keep-alive
+// connections cannot exhaust the gateway's memory or file descriptors.
+func listen(addr string, maxConns int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening: %w", err)
+	}
+	if maxConns > 0 {
+		ln = netutil.LimitListener(ln, maxConns)
+	}
+	return ln, nil
 }

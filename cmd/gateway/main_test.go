@@ -146,14 +146,16 @@ spec:
 	if err := g.wait(); err != nil {
 		t.Errorf("the gateway exited with %v after SIGTERM", err)
 	}
-	// One JSON audit record per call on stdout.
+	// One JSON audit record per call on stdout (and the allowed call's decision record).
 	var n int
 	for line := range strings.SplitSeq(strings.TrimSpace(g.stdout.String()), "\n") {
 		var rec map[string]any
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Errorf("stdout line %q is not JSON: %v", line, err)
 		}
-		n++
+		if rec["msg"] == "Tool call" {
+			n++
+		}
 	}
 	if n != 2 {
 		t.Errorf("got %d audit records on stdout, want 2:\n%s", n, g.stdout.String())
@@ -172,9 +174,18 @@ type gatewayProcess struct {
 // until it is ready; the process is killed at the end of the test.
 func startGateway(t *testing.T, bin string, args ...string) *gatewayProcess {
 	t.Helper()
+	return startGatewayOut(t, nil, bin, args...)
+}
+
+// startGatewayOut is startGateway with the process's stdout on out (nil: a buffer).
+func startGatewayOut(t *testing.T, out *os.File, bin string, args ...string) *gatewayProcess {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
+	if out != nil {
+		cmd.Stdout = out
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

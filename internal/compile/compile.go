@@ -237,7 +237,7 @@ func Contract(ref hooks.PolicyRef, s *policyv1alpha1.ContractPolicySpec) (gatewa
 func Plugin(ref hooks.PolicyRef, s *policyv1alpha1.PluginHookSpec) (gatewayconfig.Hook, error) {
 	p := &gatewayconfig.Plugin{
 		TimeoutMillis: DefaultPluginTimeout,
-		FailOpen:      s.FailurePolicy != policyv1alpha1.FailurePolicyFail,
+		FailOpen:      s.FailurePolicy == policyv1alpha1.FailurePolicyIgnore, // only when said explicitly
 		Tools:         s.Tools,
 	}
 	if s.Timeout != nil {

@@ -271,6 +271,25 @@ func TestPluginServiceReferenceBecomesClusterURL(t *testing.T) {
 	}
 }
 
+func TestPluginFailurePolicyDefaultsToFail(t *testing.T) {
+	for policy, open := range map[policyv1alpha1.FailurePolicy]bool{
+		"":                                 false,
+		policyv1alpha1.FailurePolicyFail:   false,
+		policyv1alpha1.FailurePolicyIgnore: true,
+		"Bogus":                            false,
+	} {
+		p := ph("p", 1)
+		p.Spec.FailurePolicy = policy
+		h, err := One(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Plugin.FailOpen != open {
+			t.Errorf("failurePolicy %q compiled to FailOpen=%v, want %v", policy, h.Plugin.FailOpen, open)
+		}
+	}
+}
+
 func containsFold(s, sub string) bool {
 	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }

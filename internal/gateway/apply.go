@@ -32,6 +32,13 @@ type ApplyResult struct {
 // atomically. A cfg naming a hook like a native hook is invalid. On any error
 // the configuration in force stays. An empty cfg.Revision is computed. source
 // names the origin in logs ("push", "standalone").
+//
+// The hook list must begin with the AuditLog hook (the compiler always puts
+// it there): a configuration without it is invalid, so no push can turn
+// auditing off. A configuration holding no other hook (no policy selects
+// this gateway) comes into force as the no-policy state: every call is
+// denied with RuleNoPolicy and the gateway is not ready (its revision is
+// still reported, so that its pusher does not push it again).
 func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source string) (ApplyResult, error) {
 	if cfg == nil {
 		return ApplyResult{}, fmt.Errorf("%w: no configuration", ErrInvalidConfig)
@@ -41,6 +48,9 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	}
 	if err := cfg.Validate(); err != nil {
 		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if len(cfg.Hooks) == 0 || cfg.Hooks[0].Kind != gatewayconfig.KindAuditLog {
+		return ApplyResult{}, fmt.Errorf("%w: the hook list must begin with the %s hook", ErrInvalidConfig, gatewayconfig.KindAuditLog)
 	}
 	for _, h := range cfg.Hooks {
 		if _, taken := s.nativeSet[h.Name]; taken {
@@ -61,7 +71,7 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 			if cfg.IssuedAt > cur.cfg.IssuedAt {
 				next := *cur.cfg
 				next.IssuedAt = cfg.IssuedAt
-				s.cur.Store(&active{exec: cur.exec, cfg: &next, appliedAt: cur.appliedAt})
+				s.cur.Store(&active{exec: cur.exec, cfg: &next, appliedAt: cur.appliedAt, noPolicy: cur.noPolicy})
 				s.metrics.setConfig(&next)
 			}
 			return ApplyResult{ConfigStatus: s.Status()}, nil
@@ -79,14 +89,21 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	}
 	// The native hooks run after the compiled list (Options.Native).
 	entries = append(entries, s.native...)
-	exec, err := hooks.NewExecutor(entries, s.tools, hooks.WithToolTimeout(s.opts.ToolTimeout), hooks.WithLogger(s.log))
+	var exec *hooks.Executor
+	noPolicy := ""
+	if len(cfg.Hooks) == 1 {
+		noPolicy = NoPolicySelectedReason
+		exec, err = s.noPolicyExecutor(noPolicy)
+	} else {
+		exec, err = hooks.NewExecutor(entries, s.tools, hooks.WithToolTimeout(s.opts.ToolTimeout), hooks.WithLogger(s.log))
+	}
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	own := *cfg
 	own.Hooks = append([]gatewayconfig.Hook(nil), cfg.Hooks...)
 	s.metrics.setConfig(&own)
-	s.cur.Store(&active{exec: exec, cfg: &own, appliedAt: time.Now()})
+	s.cur.Store(&active{exec: exec, cfg: &own, appliedAt: time.Now(), noPolicy: noPolicy})
 	s.state.Retain(&own)
 	if s.opts.OnApplied != nil {
 		s.opts.OnApplied(&own)
@@ -97,5 +114,8 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	}
 	s.log.InfoContext(ctx, "Configuration applied", "source", source, "revision", own.Revision,
 		"previousRevision", prev, "issuedAt", own.IssuedAt, "hooks", len(own.Hooks))
+	if noPolicy != "" {
+		s.log.ErrorContext(ctx, "Denying every call: no policy in force", "source", source, "revision", own.Revision, "reason", noPolicy)
+	}
 	return ApplyResult{ConfigStatus: s.Status(), Changed: true}, nil
 }

@@ -5,8 +5,12 @@
 // readiness and Prometheus metrics.
 //
 // Until its first configuration arrives the gateway denies every call (hook
-// "gateway", rule NoPolicy) and is not ready. A configuration is swapped in
-// atomically: calls in flight finish on the executor they started with.
+// "gateway", rule NoPolicy) and is not ready. A configuration that holds no
+// policy (only the AuditLog hook: no policy selects this gateway) is the same
+// state: every call is denied with NoPolicy and the gateway is not ready, so
+// that an allow-all gateway is only ever the result of a policy that says so,
+// never of an absence. A configuration is swapped in atomically: calls in
+// flight finish on the executor they started with.
 //
 // # Native Go hooks
 //
@@ -52,8 +56,14 @@ const GatewayHookName = "gateway"
 // configuration arrives.
 const RuleNoPolicy = "NoPolicy"
 
-// NoPolicyReason is the reason of a RuleNoPolicy denial.
+// NoPolicyReason is the reason of a RuleNoPolicy denial before the first
+// configuration.
 const NoPolicyReason = "no policy configuration has been received yet"
+
+// NoPolicySelectedReason is the reason of a RuleNoPolicy denial under a
+// configuration that holds no policy.
+const NoPolicySelectedReason = "no policy selects this gateway (the configuration in force holds only the AuditLog hook); " +
+	"every call is denied until one does: an allow-all gateway needs a policy that allows all"
 
 // DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is zero.
 const DefaultMaxBodyBytes = 1 << 20
@@ -72,7 +82,12 @@ type Options struct {
 	// ToolTimeout bounds each tool run (0 means hooks.DefaultToolTimeout;
 	// negative means none).
 	ToolTimeout time.Duration
-	// Audit receives one AuditLog record per call; nil writes JSON lines to stdout.
+	// Audit receives the AuditLog records (see package audit: an allowed
+	// call's decision record before its tool runs, then the call's record);
+	// nil writes JSON lines to stdout. A failing write denies the call it
+	// records (or, after the tool ran, is logged), counts
+	// toolhooks_audit_write_errors_total and makes the gateway not ready for
+	// AuditFailureHold, or while the sink's Healthy method (if any) fails.
 	Audit audit.Sink
 	// Authenticator authenticates configuration pushes; nil refuses every push.
 	Authenticator Authenticator
@@ -134,6 +149,7 @@ type Server struct {
 	metrics   *metrics
 	denials   *denialQueue
 	handler   http.Handler
+	audit     *auditHealth // wraps Options.Audit
 
 	applyMu sync.Mutex // serialises Apply
 	cur     atomic.Pointer[active]
@@ -142,9 +158,13 @@ type Server struct {
 // active is the configuration in force and the executor built from it.
 type active struct {
 	exec *hooks.Executor
-	// cfg is nil before the first configuration.
+	// cfg is nil before the first configuration and after RunStandalone
+	// found no usable policy files.
 	cfg       *gatewayconfig.Config
 	appliedAt time.Time
+	// noPolicy, when not empty, says why exec is the no-policy chain that
+	// denies every call (RuleNoPolicy) and the gateway is not ready.
+	noPolicy string
 }
 
 // New returns a Server that denies every call until a configuration is
@@ -208,14 +228,13 @@ func New(opts Options) (*Server, error) {
 	if err := s.reportSandbox(opts.Registry, s.opts.Sandbox); err != nil {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
-	initial, err := hooks.NewExecutor([]hooks.Entry{
-		{Hook: audit.New(opts.Audit)},
-		{Hook: noPolicy{}},
-	}, nil, hooks.WithLogger(opts.Logger))
+	s.audit = &auditHealth{sink: opts.Audit, errs: m.auditErrors}
+	s.opts.Audit = s.audit
+	initial, err := s.noPolicyExecutor(NoPolicyReason)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: initial executor: %w", err)
 	}
-	s.cur.Store(&active{exec: initial})
+	s.cur.Store(&active{exec: initial, noPolicy: NoPolicyReason})
 	s.denials = newDenialQueue(opts.DenialSink, opts.DenialQueueSize, opts.Logger, m)
 	s.handler = s.routes()
 	return s, nil
@@ -228,8 +247,17 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // progress. It does not stop an http.Server serving Handler.
 func (s *Server) Close() { s.denials.close() }
 
-// Ready reports whether a configuration is in force.
-func (s *Server) Ready() bool { return s.cur.Load().cfg != nil }
+// Ready reports whether a configuration holding at least one policy is in
+// force and the audit sink is writing.
+func (s *Server) Ready() bool { return s.NotReadyReason() == "" }
+
+// NotReadyReason says why the gateway is not ready, or is empty when it is.
+func (s *Server) NotReadyReason() string {
+	if r := s.cur.Load().noPolicy; r != "" {
+		return r
+	}
+	return s.audit.notReady()
+}
 
 // ConfigStatus describes the configuration in force.
 type ConfigStatus struct {
@@ -259,16 +287,44 @@ func (s *Server) Status() ConfigStatus {
 }
 
 // noPolicy denies every call: it stands in for the hook list until the
-// first configuration arrives.
-type noPolicy struct{}
+// first configuration holding a policy arrives.
+type noPolicy struct{ reason string }
 
 func (noPolicy) Name() string { return GatewayHookName }
 
-func (noPolicy) Before(context.Context, *hooks.Call) (hooks.Verdict, error) {
-	return hooks.Deny(RuleNoPolicy, NoPolicyReason), nil
+func (n noPolicy) Before(context.Context, *hooks.Call) (hooks.Verdict, error) {
+	return hooks.Deny(RuleNoPolicy, n.reason), nil
 }
 
 func (noPolicy) After(context.Context, *hooks.Call, *hooks.Result) {}
+
+// noPolicyExecutor is the chain that audits and denies every call with
+// RuleNoPolicy and reason.
+func (s *Server) noPolicyExecutor(reason string) (*hooks.Executor, error) {
+	return hooks.NewExecutor([]hooks.Entry{
+		{Hook: audit.New(s.opts.Audit)},
+		{Hook: noPolicy{reason: reason}},
+	}, nil, hooks.WithLogger(s.log))
+}
+
+// denyEverything puts the no-policy chain in force with reason, dropping
+// the configuration in force (RunStandalone, when the policy files say
+// nothing usable).
+func (s *Server) denyEverything(ctx context.Context, reason string) error {
+	exec, err := s.noPolicyExecutor(reason)
+	if err != nil {
+		return err
+	}
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	if cur := s.cur.Load(); cur.cfg == nil && cur.noPolicy == reason {
+		return nil
+	}
+	s.cur.Store(&active{exec: exec, appliedAt: time.Now(), noPolicy: reason})
+	s.metrics.setConfig(&gatewayconfig.Config{})
+	s.log.ErrorContext(ctx, "Denying every call: no policy in force", "reason", reason)
+	return nil
+}
 
 // reservedHookNames are the names a native hook may not take: the compiled
 // AuditLog entry's and the pseudo-hooks' the gateway and executor deny as.

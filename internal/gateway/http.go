@@ -107,7 +107,7 @@ func (s *Server) run(ctx context.Context, api string, call *hooks.Call) hooks.Re
 	a := s.cur.Load()
 	start := time.Now()
 	var res hooks.Result
-	if a.cfg == nil {
+	if a.noPolicy != "" {
 		res = a.exec.Evaluate(ctx, call) // the no-policy chain denies without looking the tool up
 	} else {
 		res = a.exec.Execute(ctx, call)
@@ -176,8 +176,8 @@ func (readCloser) Close() error { return nil }
 
 func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	st := s.Status()
-	if st.Revision == "" {
-		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Reason: NoPolicyReason, Sandbox: s.opts.Sandbox.Status()})
+	if reason := s.NotReadyReason(); reason != "" {
+		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Revision: st.Revision, Reason: reason, Sandbox: s.opts.Sandbox.Status()})
 		return
 	}
 	writeJSON(w, http.StatusOK, ReadyResponse{Ready: true, Revision: st.Revision, Sandbox: s.opts.Sandbox.Status()})

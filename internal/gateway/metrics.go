@@ -58,6 +58,7 @@ type metrics struct {
 	hooks          prometheus.Gauge
 	rejections     *prometheus.CounterVec
 	droppedDenials prometheus.Counter
+	auditErrors    prometheus.Counter
 
 	// decisionByAPI are the decision histogram's series of the APIs,
 	// looked up once (the histogram is never reset).
@@ -117,12 +118,16 @@ func newMetrics(reg prometheus.Registerer, toolNames, nativeHooks []string) (*me
 			Name: "toolhooks_denial_events_dropped_total",
 			Help: "Denials not handed to the denial sink because its queue was full.",
 		}),
+		auditErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolhooks_audit_write_errors_total",
+			Help: "Audit records that could not be written (an allowed call's decision record failing denies the call).",
+		}),
 		tools:     newBoundedLabel(MaxLabelValues),
 		hookNames: newBoundedLabel(MaxLabelValues),
 		builtins:  toolNames,
 	}
 	for _, c := range []prometheus.Collector{m.calls, m.denials, m.warnings, m.decision, m.toolDuration, m.revision,
-		m.issuedAt, m.hooks, m.rejections, m.droppedDenials} {
+		m.issuedAt, m.hooks, m.rejections, m.droppedDenials, m.auditErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

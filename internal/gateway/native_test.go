@@ -105,6 +105,7 @@ func TestNativeHooksRunAfterTheCompiledHooksInOrder(t *testing.T) {
 	}{
 		{"query", "succeeded", "", []string{
 			"before " + plugin, "before native-1", "before native-2",
+			"audit allowed", // the decision record, before the tool runs
 			"audit succeeded", "after " + plugin, "after native-1", "after native-2",
 		}},
 		{"delete_db", "denied", "native-1", []string{

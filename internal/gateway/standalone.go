@@ -16,7 +16,11 @@ import (
 )
 
 // DefaultReloadInterval is how often standalone mode checks the policy files.
-const DefaultReloadInterval = time.Second
+const DefaultReloadInterval = 250 * time.Millisecond
+
+// DefaultDebounce is how long the policy files must stay unchanged before
+// standalone mode loads them.
+const DefaultDebounce = time.Second
 
 // ErrPolicyFiles wraps every reason a standalone load is refused.
 var ErrPolicyFiles = errors.New("policy files not applied")
@@ -31,16 +35,36 @@ type StandaloneOptions struct {
 	Labels map[string]string
 	// Interval is how often the files are checked for changes (default DefaultReloadInterval).
 	Interval time.Duration
+	// Debounce is how long the files must stay unchanged before they are
+	// loaded (default DefaultDebounce), so that a save in progress is never
+	// loaded half-written.
+	Debounce time.Duration
 }
 
 // RunStandalone loads the policies in o.Dir through the same compile path
 // as the controller and applies them as a push would, then reloads them
-// whenever the files' contents change, until ctx ends. A load that fails (a
-// file does not parse, a policy does not compile) is logged and changes
-// nothing: the last good configuration stays in force, and before the first
-// good one the gateway keeps denying every call. A policy that does not
-// compile fails the whole load rather than being left out, so a typo cannot
-// silently remove a restriction.
+// whenever the files' contents change, until ctx ends.
+//
+// Only a complete snapshot is loaded: the files (names and contents) must
+// have stayed the same for o.Debounce, so a save caught half-way (a file
+// truncated, then written) is never loaded and the configuration in force
+// stays while it is being written. Once the files have settled:
+//
+//   - A file that does not parse or a policy that does not compile fails the
+//     whole load, which is logged and changes nothing: the last good
+//     configuration stays in force, and before the first good one the
+//     gateway keeps denying every call. A typo cannot silently remove a
+//     restriction.
+//   - A directory that cannot be read, or a policy file that holds no policy
+//     object (emptied, or only comments) puts the gateway in the no-policy
+//     state: every call is denied (RuleNoPolicy) and the gateway is not
+//     ready, naming the cause, until the file is filled or removed. An empty
+//     file is never read as "no policies" (remove a file to remove its
+//     policies), so emptying one of several files cannot drop its
+//     restrictions while the others stay in force.
+//   - Files in which no policy selects this gateway (none at all, only
+//     dot-files, only other namespaces or selectors) give the no-policy
+//     state too (see Apply).
 func (s *Server) RunStandalone(ctx context.Context, o StandaloneOptions) error {
 	if o.Dir == "" {
 		return errors.New("standalone: a policy directory is required")
@@ -48,25 +72,26 @@ func (s *Server) RunStandalone(ctx context.Context, o StandaloneOptions) error {
 	if o.Interval <= 0 {
 		o.Interval = DefaultReloadInterval
 	}
-	var last [sha256.Size]byte
-	first := true
+	if o.Debounce <= 0 {
+		o.Debounce = DefaultDebounce
+	}
+	var (
+		applied, seen [sha256.Size]byte
+		loaded        bool      // applied holds the last snapshot acted on
+		seenSince     time.Time // when the files last changed
+	)
 	t := time.NewTicker(o.Interval)
 	defer t.Stop()
 	for {
-		sum, err := fingerprint(o.Dir)
-		if err != nil {
-			if first || sum != last {
-				s.metrics.rejections.WithLabelValues(RejectPolicyFiles).Inc()
-				s.log.ErrorContext(ctx, "Cannot read the policy directory; the configuration in force stays", "dir", o.Dir, "error", err)
-			}
-		} else if first || sum != last {
-			if _, err := s.LoadPolicies(ctx, o); err != nil {
-				s.metrics.rejections.WithLabelValues(RejectPolicyFiles).Inc()
-				s.log.ErrorContext(ctx, "Policy files not applied; the configuration in force stays", "dir", o.Dir,
-					"revision", s.Status().Revision, "error", err)
-			}
+		sum, readErr := fingerprint(o.Dir)
+		now := time.Now()
+		if sum != seen || seenSince.IsZero() {
+			seen, seenSince = sum, now
 		}
-		last, first = sum, false
+		if (!loaded || sum != applied) && now.Sub(seenSince) >= o.Debounce {
+			applied, loaded = sum, true
+			s.loadSettled(ctx, o, readErr)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -75,7 +100,29 @@ func (s *Server) RunStandalone(ctx context.Context, o StandaloneOptions) error {
 	}
 }
 
-// LoadPolicies loads, compiles and applies the policies in o.Dir once.
+// loadSettled acts on settled policy files (see RunStandalone).
+func (s *Server) loadSettled(ctx context.Context, o StandaloneOptions, readErr error) {
+	err := readErr
+	if err == nil {
+		_, err = s.LoadPolicies(ctx, o)
+	}
+	if err == nil {
+		return
+	}
+	s.metrics.rejections.WithLabelValues(RejectPolicyFiles).Inc()
+	if readErr != nil || errors.Is(err, policyfile.ErrNoObjects) {
+		reason := fmt.Sprintf("the policy files in %s cannot be used, so every call is denied: %v", o.Dir, err)
+		if derr := s.denyEverything(ctx, reason); derr != nil {
+			s.log.ErrorContext(ctx, "Cannot put the no-policy state in force", "error", derr)
+		}
+		return
+	}
+	s.log.ErrorContext(ctx, "Policy files not applied; the configuration in force stays", "dir", o.Dir,
+		"revision", s.Status().Revision, "error", err)
+}
+
+// LoadPolicies loads, compiles and applies the policies in o.Dir once (see
+// RunStandalone for what RunStandalone does with its errors).
 func (s *Server) LoadPolicies(ctx context.Context, o StandaloneOptions) (ApplyResult, error) {
 	ns := o.Namespace
 	if ns == "" {
@@ -130,12 +177,12 @@ func countOtherNamespaces(p compile.Policies, ns string) int {
 	return n
 }
 
-// fingerprint hashes the names and contents of the files LoadDir reads.
+// fingerprint hashes the names and contents of the files LoadDir reads. A
+// failure is part of the hash, so that it settles like any other state.
 func fingerprint(dir string) ([sha256.Size]byte, error) {
-	var zero [sha256.Size]byte
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return zero, fmt.Errorf("reading policy directory: %w", err)
+		return sha256.Sum256([]byte(err.Error())), fmt.Errorf("reading policy directory: %w", err)
 	}
 	h := sha256.New()
 	for _, e := range ents {
@@ -145,7 +192,7 @@ func fingerprint(dir string) ([sha256.Size]byte, error) {
 		}
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
-			return zero, fmt.Errorf("reading policy file: %w", err)
+			return sha256.Sum256([]byte(err.Error())), fmt.Errorf("reading policy file: %w", err)
 		}
 		_, _ = fmt.Fprintf(h, "%d:%s\x00%d:", len(name), name, len(b))
 		_, _ = h.Write(b)

@@ -83,10 +83,38 @@ func AutonomyConfig(h Hook, traits ToolTraits) autonomy.Config {
 type State struct {
 	mu      sync.Mutex
 	budgets map[string]*contract.Budgets
+	windows map[string]*ratelimit.Windows // by policy and rules (windowsKey)
 }
 
 // NewState returns empty state.
-func NewState() *State { return &State{budgets: map[string]*contract.Budgets{}} }
+func NewState() *State {
+	return &State{budgets: map[string]*contract.Budgets{}, windows: map[string]*ratelimit.Windows{}}
+}
+
+// windowsFor returns the rate-limit windows of a policy's rules: kept across
+// configuration changes as long as the policy (uid) and its rules are the same.
+func (s *State) windowsFor(key string) *ratelimit.Windows {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.windows[key]
+	if !ok {
+		w = ratelimit.NewWindows()
+		s.windows[key] = w
+	}
+	return w
+}
+
+// windowsKey identifies a contract's rate limits: its policy and its rules.
+func windowsKey(h Hook) string {
+	k := stateKey(h)
+	for _, r := range h.Contract.rules() {
+		k += fmt.Sprintf("\x00%s\x00%d", r.Tools, r.PerSenderPerMinute)
+	}
+	return k
+}
 
 func (s *State) budgetsFor(key string) (*contract.Budgets, error) {
 	if s == nil {
@@ -113,12 +141,20 @@ func (s *State) Retain(cfg *Config) {
 	keep := map[string]bool{}
 	for _, h := range cfg.Hooks {
 		keep[stateKey(h)] = true
+		if h.Contract != nil {
+			keep[windowsKey(h)] = true
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.budgets {
 		if !keep[k] {
 			delete(s.budgets, k)
+		}
+	}
+	for k := range s.windows {
+		if !keep[k] {
+			delete(s.windows, k)
 		}
 	}
 }
@@ -189,7 +225,7 @@ func buildContract(h Hook, opts BuildOptions) (hooks.Hook, error) {
 	if len(c.RateLimits) == 0 {
 		return scope, nil
 	}
-	limits, err := ratelimit.New(ratelimit.Config{Name: h.Name, Rules: c.rules()})
+	limits, err := ratelimit.New(ratelimit.Config{Name: h.Name, Rules: c.rules(), Windows: opts.State.windowsFor(windowsKey(h))})
 	if err != nil {
 		return nil, err
 	}

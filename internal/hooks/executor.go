@@ -34,7 +34,21 @@ const (
 	RuleDenied = "Denied"
 	// RulePlainHookDenied: a plain hook's BeforeExecute returned false.
 	RulePlainHookDenied = "PlainHookDenied"
+	// RuleAuditFailed: a ToolGate (the audit hook) could not record the
+	// allowed call before its tool would run.
+	RuleAuditFailed = "AuditFailed"
 )
+
+// ToolGate is an optional interface for hooks that must complete work once
+// the before phase has allowed a call and before its tool runs (or, for
+// Evaluate, before the allowed decision is returned): the audit hook writes
+// the decision record there. An error denies the call with RuleAuditFailed,
+// whatever the entry's action and fail-open setting; res holds the allowed
+// call's warnings.
+type ToolGate interface {
+	Hook
+	BeforeTool(ctx context.Context, call *Call, res *Result) error
+}
 
 // FallibleAfterHook is an optional interface for hooks whose after-callback can
 // fail. The executor calls TryAfter instead of After and logs a returned error
@@ -49,6 +63,7 @@ type FallibleAfterHook interface {
 type Executor struct {
 	entries []entry
 	guards  []*entry // the entries whose hook is a RuntimeGuard
+	gates   int      // entries with a ToolGate
 	tools   map[string]Tool
 	timeout time.Duration
 	log     *slog.Logger
@@ -60,6 +75,7 @@ type Executor struct {
 type entry struct {
 	hook     Hook
 	tryAfter FallibleAfterHook // nil when the hook does not implement it
+	gate     ToolGate          // nil when the hook does not implement it
 	name     string
 	denial   string // DenialText + name
 	policy   PolicyRef
@@ -111,9 +127,14 @@ func NewExecutor(entries []Entry, tools []Tool, opts ...Option) (*Executor, erro
 			action = ActionDeny
 		}
 		tryAfter, _ := en.Hook.(FallibleAfterHook)
+		gate, _ := en.Hook.(ToolGate)
+		if gate != nil {
+			e.gates++
+		}
 		e.entries = append(e.entries, entry{
 			hook:     en.Hook,
 			tryAfter: tryAfter,
+			gate:     gate,
 			name:     name,
 			denial:   DenialText + name,
 			policy:   en.Policy,
@@ -159,7 +180,9 @@ func (en Entry) validate() error {
 //  1. A tool that is not registered under exactly call.Tool yields
 //     UnknownToolText and StatusUnknownTool; no before-callback runs.
 //  2. The before phase (see Decide) runs; a denial yields exactly
-//     DenialText+hook name in Output and the Decision in Denial.
+//     DenialText+hook name in Output and the Decision in Denial. An allowed
+//     call then passes the ToolGates (the audit hook's decision record); a
+//     gate's error denies it (RuleAuditFailed) and the tool does not run.
 //  3. The tool runs with the executor's timeout: TimedOutText on timeout,
 //     FailedText on an error or panic (Failed is true for both). Output that
 //     merely starts with "Error:" is a success. Duration covers the tool only.
@@ -180,7 +203,7 @@ func (e *Executor) Execute(ctx context.Context, call *Call) Result {
 	if !ok {
 		res.Status = StatusUnknownTool
 		res.Output = UnknownToolText
-	} else if e.before(ctx, call, &res) {
+	} else if e.before(ctx, call, &res) && e.gate(ctx, call, &res) {
 		e.runTool(ctx, tool, call, &res)
 	}
 	e.after(ctx, call, res)
@@ -188,15 +211,54 @@ func (e *Executor) Execute(ctx context.Context, call *Call) Result {
 }
 
 // Evaluate runs the before phase for a tool the caller will run itself (the
-// /v1/decisions API) and then the after phase, so the decision is audited.
-// The result's Status is StatusAllowed (Output empty) or StatusDenied.
+// /v1/decisions API), the ToolGates when it allows (a gate's error denies),
+// and then the after phase, so the decision is audited before it is
+// returned. The result's Status is StatusAllowed (Output empty) or StatusDenied.
 // Evaluate does not look the tool up: the caller owns its tool set, so an
 // unregistered tool is evaluated by the hooks like any other (policies treat
 // tools they do not know as mutating).
 func (e *Executor) Evaluate(ctx context.Context, call *Call) Result {
 	res := e.Decide(ctx, call)
+	if res.Status == StatusAllowed {
+		e.gate(ctx, call, &res)
+	}
 	e.after(ctx, call, res)
 	return res
+}
+
+// gate runs the ToolGates of an allowed call and reports whether it may
+// proceed; a gate's error or panic denies it.
+func (e *Executor) gate(ctx context.Context, call *Call, res *Result) bool {
+	if e.gates == 0 {
+		return true
+	}
+	status := res.Status
+	res.Status = StatusAllowed
+	for i := range e.entries {
+		en := &e.entries[i]
+		if en.gate == nil {
+			continue
+		}
+		if err := callGate(ctx, en.gate, call, res); err != nil {
+			e.log.ErrorContext(ctx, "Call denied: it could not be recorded before its tool runs", "hook", en.name,
+				"tool", call.Tool, "correlationId", call.CorrelationID, "error", err)
+			deny(res, en.denial, Decision{Hook: en.name, Policy: en.policy, Rule: RuleAuditFailed,
+				Reason: "The call could not be recorded before its tool runs: " + err.Error(), Action: ActionDeny})
+			return false
+		}
+	}
+	res.Status = status
+	return true
+}
+
+// callGate runs one ToolGate, turning a panic into an error.
+func callGate(ctx context.Context, g ToolGate, call *Call, res *Result) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("hook %s panicked: %v", g.Name(), r)
+		}
+	}()
+	return g.BeforeTool(ctx, call, res)
 }
 
 // Decide runs only the before phase and no after-callbacks, so nothing is

@@ -50,7 +50,10 @@ const (
 	DefaultRestartBackoff   = 100 * time.Millisecond
 	DefaultMaxRestartDelay  = 10 * time.Second
 	DefaultGiveUpDelay      = 30 * time.Second
-	DefaultStopGrace        = 2 * time.Second
+	// DefaultMaxTimeouts is how many calls in a row a stdio plugin may let
+	// time out before its process is taken for wedged and killed.
+	DefaultMaxTimeouts = 3
+	DefaultStopGrace   = 2 * time.Second
 )
 
 // Options configure a Manager. The zero value is usable.
@@ -79,6 +82,11 @@ type Options struct {
 	// GiveUpDelay is how long after giving up a call may start the plugin
 	// again (default DefaultGiveUpDelay).
 	GiveUpDelay time.Duration
+	// MaxTimeouts is how many calls in a row a stdio plugin process may let
+	// time out before it is taken for wedged (a busy loop that never
+	// replies): its process group is killed and it is restarted with the
+	// usual backoff (default DefaultMaxTimeouts).
+	MaxTimeouts int
 	// StopGrace is how long a stopping plugin process has to exit after its
 	// stdin is closed before it is killed (default DefaultStopGrace).
 	StopGrace time.Duration
@@ -107,6 +115,9 @@ func (o *Options) defaults() {
 	}
 	if o.GiveUpDelay <= 0 {
 		o.GiveUpDelay = DefaultGiveUpDelay
+	}
+	if o.MaxTimeouts <= 0 {
+		o.MaxTimeouts = DefaultMaxTimeouts
 	}
 	if o.StopGrace <= 0 {
 		o.StopGrace = DefaultStopGrace
@@ -304,6 +315,7 @@ func (m *Manager) newPlugin(h gatewayconfig.Hook, key string) (*plugin, error) {
 	case h.Plugin.Stdio != nil:
 		tr = newStdioTransport(h.Name, h.Plugin.Stdio, restartPolicy{
 			maxRestarts: m.opts.MaxRestarts,
+			maxTimeouts: m.opts.MaxTimeouts,
 			backoff:     m.opts.RestartBackoff,
 			maxBackoff:  DefaultMaxRestartDelay,
 			giveUpDelay: m.opts.GiveUpDelay,

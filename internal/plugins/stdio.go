@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -97,6 +98,7 @@ func environ(extra map[string]string) []string {
 // restartPolicy bounds how a crashed plugin process is restarted.
 type restartPolicy struct {
 	maxRestarts int           // consecutive unhealthy exits before giving up
+	maxTimeouts int           // consecutive timed-out calls before the process is killed as wedged
 	backoff     time.Duration // first restart delay, doubled per attempt
 	maxBackoff  time.Duration
 	giveUpDelay time.Duration // after giving up, a call may try again this long after
@@ -263,6 +265,13 @@ func (t *stdioTransport) call(ctx context.Context, method string, pr *params) (j
 		return o.result, o.err
 	case <-ctx.Done():
 		p.forget(id)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			if n := p.timeouts.Add(1); t.policy.maxTimeouts > 0 && int(n) >= t.policy.maxTimeouts {
+				t.log.Warn("Killing a wedged plugin process: its calls keep timing out", "hook", t.name,
+					"timeouts", n, "pid", p.cmd.Process.Pid)
+				p.kill() // the exit restarts it with the usual backoff
+			}
+		}
 		return nil, context.Cause(ctx)
 	}
 }
@@ -312,8 +321,10 @@ type process struct {
 	wsem    chan struct{} // one writer at a time
 	done    chan struct{} // closed when the process has exited
 	replied atomic.Bool
-	stderr  *tail
-	stopped sync.Once
+	// timeouts counts calls in a row that timed out without a reply.
+	timeouts atomic.Int32
+	stderr   *tail
+	stopped  sync.Once
 
 	mu      sync.Mutex
 	pending map[uint64]chan<- outcome
@@ -323,6 +334,8 @@ type process struct {
 func (t *stdioTransport) spawn() (*process, error) {
 	cmd := exec.Command(t.argv[0], t.argv[1:]...) //nolint:gosec // the command is the PluginHook's configuration
 	cmd.Env = t.env
+	// Its own process group, so that killing it kills what it started too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("plugin stdin: %w", err)
@@ -474,6 +487,7 @@ func (p *process) handleLine(line []byte, tooLong bool) {
 	}
 	p.replied.Store(true)
 	res, err := rep.outcome()
+	p.timeouts.Store(0)
 	p.deliver(id, outcome{result: res, err: err})
 }
 
@@ -537,8 +551,9 @@ func (p *process) stop(grace time.Duration) {
 	<-p.done
 }
 
-// kill kills the process.
+// kill kills the process and its process group.
 func (p *process) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		p.t.log.Warn("Killing the plugin process failed", "hook", p.t.name, "error", err)
 	}

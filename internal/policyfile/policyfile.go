@@ -40,11 +40,19 @@ var Extensions = []string{".yaml", ".yml", ".json"}
 // ErrInvalid is wrapped by every error about the content of a policy file.
 var ErrInvalid = errors.New("invalid policy file")
 
+// ErrNoObjects is wrapped by LoadDir's error for a policy file that holds no
+// object at all (empty, or only blanks, comments and "---"): such a file is
+// never read as "no policies", since it is what a save caught half-way, a
+// full disk or a stray truncation leaves behind. Remove a file to remove its
+// policies.
+var ErrNoObjects = errors.New("policy file holds no policy object")
+
 // LoadDir reads every file in dir (not its subdirectories) whose name ends in
 // one of Extensions and does not start with "." (editors' swap and backup
 // files), in name order, and returns all the policies they hold. An object
 // defined twice (same kind, namespace and name), in one file or across files,
-// is an error, as creating it twice in a cluster would be.
+// is an error, as creating it twice in a cluster would be. A file that holds
+// no object is an error wrapping ErrNoObjects (and ErrInvalid).
 func LoadDir(dir string) (compile.Policies, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -65,6 +73,9 @@ func LoadDir(dir string) (compile.Policies, error) {
 		p, err := Parse(data, path)
 		if err != nil {
 			return compile.Policies{}, err
+		}
+		if len(p.Autonomy)+len(p.Contracts)+len(p.Plugins) == 0 {
+			return compile.Policies{}, fmt.Errorf("%s: %w: %w", path, ErrInvalid, ErrNoObjects)
 		}
 		for _, k := range keys(p) {
 			if prev, dup := seen[k]; dup {
@@ -87,7 +98,7 @@ func LoadDir(dir string) (compile.Policies, error) {
 // invalid enum values are errors naming source and the document's position
 // (1-based). Each object gets the defaults the API server would give it:
 // namespace "default", mode Full, enforcementAction Deny, and for plugins
-// timeout 5s and failurePolicy Ignore.
+// timeout 5s and failurePolicy Fail.
 func Parse(data []byte, source string) (compile.Policies, error) {
 	var p compile.Policies
 	seen := map[string]string{}
@@ -233,7 +244,7 @@ func defaultPlugin(s *policyv1alpha1.PluginHookSpec) error {
 	}
 	switch s.FailurePolicy {
 	case "":
-		s.FailurePolicy = policyv1alpha1.FailurePolicyIgnore
+		s.FailurePolicy = policyv1alpha1.FailurePolicyFail
 	case policyv1alpha1.FailurePolicyIgnore, policyv1alpha1.FailurePolicyFail:
 	default:
 		return fmt.Errorf("spec.failurePolicy %q (want Ignore or Fail)", s.FailurePolicy)

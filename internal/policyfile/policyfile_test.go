@@ -64,7 +64,7 @@ func TestParseReadsEveryKindAndAppliesTheCRDDefaults(t *testing.T) {
 	if c.Spec.EnforcementAction != policyv1alpha1.EnforcementDeny {
 		t.Errorf("contract action %q, want Deny", c.Spec.EnforcementAction)
 	}
-	if pl.Spec.Timeout == nil || pl.Spec.Timeout.Duration != 5*time.Second || pl.Spec.FailurePolicy != policyv1alpha1.FailurePolicyIgnore {
+	if pl.Spec.Timeout == nil || pl.Spec.Timeout.Duration != 5*time.Second || pl.Spec.FailurePolicy != policyv1alpha1.FailurePolicyFail {
 		t.Errorf("plugin defaults: timeout %v failurePolicy %q", pl.Spec.Timeout, pl.Spec.FailurePolicy)
 	}
 }
@@ -88,8 +88,8 @@ func TestDefaultsCompileLikeTheEmptyValues(t *testing.T) {
 	if len(got.Hooks) != 3 {
 		t.Errorf("got %d hooks, want AuditLog, the autonomy policy and the plugin", len(got.Hooks))
 	}
-	if pl := got.Hooks[2].Plugin; pl == nil || pl.TimeoutMillis != 5000 || !pl.FailOpen {
-		t.Errorf("plugin compiled to %+v, want a 5s fail-open plugin", pl)
+	if pl := got.Hooks[2].Plugin; pl == nil || pl.TimeoutMillis != 5000 || pl.FailOpen {
+		t.Errorf("plugin compiled to %+v, want a 5s fail-closed plugin", pl)
 	}
 }
 

@@ -49,8 +49,8 @@ func TestCRDsInstallAndServeEveryKind(t *testing.T) {
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "smoke"}, &ph); err != nil {
 		t.Fatal(err)
 	}
-	if ph.Spec.Timeout == nil || ph.Spec.Timeout.Duration.String() != "5s" || ph.Spec.FailurePolicy != policyv1alpha1.FailurePolicyIgnore {
-		t.Errorf("PluginHook defaults = timeout %v failurePolicy %q, want 5s and Ignore", ph.Spec.Timeout, ph.Spec.FailurePolicy)
+	if ph.Spec.Timeout == nil || ph.Spec.Timeout.Duration.String() != "5s" || ph.Spec.FailurePolicy != policyv1alpha1.FailurePolicyFail {
+		t.Errorf("PluginHook defaults = timeout %v failurePolicy %q, want 5s and Fail", ph.Spec.Timeout, ph.Spec.FailurePolicy)
 	}
 
 	out, err := env.Kubectl(t, "get", "toolhooks", "-n", "default", "-o", "name")

@@ -473,9 +473,10 @@ func TestPluginHookFromTheClusterDeniesThroughAGateway(t *testing.T) {
 	}
 	flaky := &policyv1alpha1.PluginHook{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "flaky"},
 		Spec: policyv1alpha1.PluginHookSpec{
-			Events:    []policyv1alpha1.PluginEvent{policyv1alpha1.EventToolBefore},
-			Tools:     []string{"list_dir"},
-			Transport: policyv1alpha1.PluginTransport{Stdio: &policyv1alpha1.StdioTransport{Command: "node", Args: []string{broken}}},
+			Events:        []policyv1alpha1.PluginEvent{policyv1alpha1.EventToolBefore},
+			Tools:         []string{"list_dir"},
+			Transport:     policyv1alpha1.PluginTransport{Stdio: &policyv1alpha1.StdioTransport{Command: "node", Args: []string{broken}}},
+			FailurePolicy: policyv1alpha1.FailurePolicyIgnore, // fail-open only when said explicitly
 		}}
 	mustCreate(t, flaky)
 	poll(t, "the flaky PluginHook to be enforced", func() (bool, string) {

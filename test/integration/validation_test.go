@@ -364,15 +364,15 @@ func TestPluginHookValidation(t *testing.T) {
 	}
 	runValidationCases(t, []validationCase{
 		{
-			name: "a stdio plugin is accepted with timeout 5s, failurePolicy Ignore and enforcementAction Deny by default",
+			name: "a stdio plugin is accepted with timeout 5s, failurePolicy Fail and enforcementAction Deny by default",
 			obj:  pluginHook(func(*spec) {}),
 			check: func(t *testing.T, stored client.Object) {
 				s := stored.(*policyv1alpha1.PluginHook).Spec
 				if s.Timeout == nil || s.Timeout.Duration != 5*time.Second {
 					t.Errorf("timeout = %v, want 5s", s.Timeout)
 				}
-				if s.FailurePolicy != policyv1alpha1.FailurePolicyIgnore || s.EnforcementAction != policyv1alpha1.EnforcementDeny {
-					t.Errorf("Defaults = failurePolicy %q enforcementAction %q, want Ignore and Deny", s.FailurePolicy, s.EnforcementAction)
+				if s.FailurePolicy != policyv1alpha1.FailurePolicyFail || s.EnforcementAction != policyv1alpha1.EnforcementDeny {
+					t.Errorf("Defaults = failurePolicy %q enforcementAction %q, want Fail and Deny", s.FailurePolicy, s.EnforcementAction)
 				}
 			},
 		},

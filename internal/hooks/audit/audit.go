@@ -1,16 +1,33 @@
-// Package audit provides the AuditLog hook: it never denies and emits exactly
-// one structured record per tool call, including denied calls, with the
-// call's outcome, lengths and timing but never its argument or result
-// contents.
+// Package audit provides the AuditLog hook: it emits exactly one structured
+// record per tool call, including denied calls, with the call's outcome,
+// lengths and timing but never its argument or result contents.
+//
+// # No tool runs unaudited
+//
+// A call that is allowed is recorded twice, with the same CallID: a
+// decision record (Phase PhaseStarted, message MessageStarted, outcome
+// allowed) is written after the hooks allowed the call and before its tool
+// runs, and the call's record (Phase PhaseCompleted, message Message, with
+// its outcome) after. When the decision record cannot be written, the call is
+// denied (the executor's ToolGate, rule hooks.RuleAuditFailed) and its tool
+// never runs. A denied call writes only its record. So a reader counting
+// records with message Message sees exactly one per call; a decision record
+// without its completion names a call whose tool may have run but whose
+// outcome was lost (the gateway died, or the completion could not be
+// written).
 package audit
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -19,12 +36,40 @@ import (
 // Name is the AuditLog hook's name.
 const Name = "AuditLog"
 
-// Message is the message of every audit record written by a SlogSink.
+// Message is the message of every call's record (PhaseCompleted).
 const Message = "Tool call"
+
+// MessageStarted is the message of a decision record (PhaseStarted).
+const MessageStarted = "Tool call started"
+
+// Phase says which of a call's records a Record is.
+type Phase uint8
+
+// Phases of a record.
+const (
+	// PhaseCompleted is the call's one record, written once it is over.
+	PhaseCompleted Phase = iota
+	// PhaseStarted is an allowed call's decision record, written before its tool runs.
+	PhaseStarted
+)
+
+// message is the record message of phase p.
+func (p Phase) message() string {
+	if p == PhaseStarted {
+		return MessageStarted
+	}
+	return Message
+}
 
 // Record is one call's audit record. It holds no argument or result contents.
 type Record struct {
-	// Time is when the call completed (when the record was made).
+	// Phase is PhaseCompleted for the call's record and PhaseStarted for the
+	// decision record written before its tool runs.
+	Phase Phase
+	// CallID is unique per call within the process; a call's decision record
+	// and its record carry the same one.
+	CallID string
+	// Time is when the record was made.
 	Time time.Time
 	// Tool is the tool name as the caller sent it.
 	Tool string
@@ -64,28 +109,42 @@ func (f SinkFunc) Emit(ctx context.Context, r Record) error { return f(ctx, r) }
 // programs embedding the executor that inspect their own calls. The zero
 // Memory is ready; it is safe for concurrent use.
 type Memory struct {
-	mu   sync.Mutex
-	recs []Record
+	mu      sync.Mutex
+	recs    []Record
+	started []Record
 }
 
 // Emit appends r.
 func (m *Memory) Emit(_ context.Context, r Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.recs = append(m.recs, r)
+	if r.Phase == PhaseStarted {
+		m.started = append(m.started, r)
+	} else {
+		m.recs = append(m.recs, r)
+	}
 	return nil
 }
 
-// Records returns a copy of the records so far, oldest first.
+// Records returns a copy of the calls' records (PhaseCompleted, one per
+// call) so far, oldest first.
 func (m *Memory) Records() []Record {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]Record(nil), m.recs...)
 }
 
+// Started returns a copy of the decision records (PhaseStarted, one per
+// allowed call, written before its tool ran) so far, oldest first.
+func (m *Memory) Started() []Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Record(nil), m.started...)
+}
+
 // SlogSink writes each record as one log/slog record at level Info with
-// message Message and lowerCamel keys (JSONSink writes the same JSON without
-// log/slog): tool, sessionId, channelId, senderId,
+// message Message (MessageStarted for a decision record) and lowerCamel keys
+// (JSONSink writes the same JSON without log/slog): callId, tool, sessionId, channelId, senderId,
 // correlationId, streaming, outcome, denial, warnings, durationMs,
 // argumentLength, resultLength. The record's time is the slog time.
 type SlogSink struct {
@@ -100,8 +159,9 @@ func (s *SlogSink) Emit(ctx context.Context, r Record) error {
 	if !s.h.Enabled(ctx, slog.LevelInfo) {
 		return nil
 	}
-	rec := slog.NewRecord(r.Time, slog.LevelInfo, Message, 0)
+	rec := slog.NewRecord(r.Time, slog.LevelInfo, r.Phase.message(), 0)
 	rec.AddAttrs(
+		slog.String("callId", r.CallID),
 		slog.String("tool", r.Tool),
 		slog.String("sessionId", r.SessionID),
 		slog.String("channelId", r.ChannelID),
@@ -127,15 +187,22 @@ func (s *SlogSink) Emit(ctx context.Context, r Record) error {
 	return nil
 }
 
-// AuditLog is the audit hook. Its Before always allows and costs nothing; its
-// After emits the call's one record. Put it first in the hook list so every
-// call, including unknown tools and denials, reaches it.
-type AuditLog struct { //nolint:revive // named after the SPEC hook "AuditLog" (its Name()); kept to match the spec and docs
+// AuditLog is the audit hook. Its Before always allows and costs nothing;
+// its BeforeTool writes an allowed call's decision record before the tool
+// runs (its error denies the call); its After emits the call's one record.
+// Put it first in the hook list so every call, including unknown tools and
+// denials, reaches it.
+type AuditLog struct { //nolint:revive // named after the hook "AuditLog" (its Name())
 	sink Sink
 	now  func() time.Time
+	// ids holds the CallID of each call between BeforeTool and After.
+	ids sync.Map // *hooks.Call -> string
 }
 
-var _ hooks.FallibleAfterHook = (*AuditLog)(nil)
+var (
+	_ hooks.FallibleAfterHook = (*AuditLog)(nil)
+	_ hooks.ToolGate          = (*AuditLog)(nil)
+)
 
 // Option configures an AuditLog.
 type Option func(*AuditLog)
@@ -160,9 +227,22 @@ func New(sink Sink, opts ...Option) *AuditLog {
 // Name returns "AuditLog".
 func (a *AuditLog) Name() string { return Name }
 
-// Before allows every call; the record is emitted once, in After.
+// Before allows every call; the records are written by BeforeTool and After.
 func (a *AuditLog) Before(context.Context, *hooks.Call) (hooks.Verdict, error) {
 	return hooks.Allow, nil
+}
+
+// BeforeTool writes the decision record of a call the hooks allowed, before
+// its tool runs, and returns the sink's error, which denies the call.
+func (a *AuditLog) BeforeTool(ctx context.Context, call *hooks.Call, res *hooks.Result) error {
+	id := newCallID()
+	r := a.record(call, res)
+	r.Phase, r.CallID, r.Outcome = PhaseStarted, id, hooks.StatusAllowed
+	if err := a.sink.Emit(ctx, r); err != nil {
+		return fmt.Errorf("writing the decision record: %w", err)
+	}
+	a.ids.Store(call, id)
+	return nil
 }
 
 // After emits the call's record, logging a sink error to slog.Default(). The
@@ -176,10 +256,32 @@ func (a *AuditLog) After(ctx context.Context, call *hooks.Call, res *hooks.Resul
 
 // TryAfter emits the call's record and returns the sink's error.
 func (a *AuditLog) TryAfter(ctx context.Context, call *hooks.Call, res *hooks.Result) error {
-	if err := a.sink.Emit(ctx, a.record(call, res)); err != nil {
+	r := a.record(call, res)
+	if id, ok := a.ids.LoadAndDelete(call); ok {
+		r.CallID = id.(string)
+	} else {
+		r.CallID = newCallID()
+	}
+	if err := a.sink.Emit(ctx, r); err != nil {
 		return fmt.Errorf("emitting audit record: %w", err)
 	}
 	return nil
+}
+
+// callPrefix makes CallIDs unique across processes; callSeq within one.
+var (
+	callPrefix = func() string {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		return hex.EncodeToString(b[:]) + "-"
+	}()
+	callSeq atomic.Uint64
+)
+
+// newCallID returns a CallID unique within the process and, with high
+// probability, across processes.
+func newCallID() string {
+	return callPrefix + strconv.FormatUint(callSeq.Add(1), 10)
 }
 
 // record builds the record of a completed call.

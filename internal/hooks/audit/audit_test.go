@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,7 +46,15 @@ func (b *lockedBuffer) String() string {
 }
 
 // records parses one JSON object per line.
+// records returns the calls' records (message audit.Message, one per call)
+// in out, checking that every line is one JSON object.
 func records(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	return recordsWith(t, out, audit.Message)
+}
+
+// recordsWith returns the records in out whose message is msg.
+func recordsWith(t *testing.T, out, msg string) []map[string]any {
 	t.Helper()
 	var recs []map[string]any
 	for line := range strings.Lines(out) {
@@ -53,7 +62,9 @@ func records(t *testing.T, out string) []map[string]any {
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("audit line is not one JSON object: %v\n%s", err, line)
 		}
-		recs = append(recs, m)
+		if m["msg"] == msg {
+			recs = append(recs, m)
+		}
 	}
 	return recs
 }
@@ -251,7 +262,11 @@ func TestAuditLogRecordFields(t *testing.T) {
 		Streaming: true, Outcome: hooks.StatusDenied, Denial: denial, Warnings: warnings,
 		Duration: 1500 * time.Microsecond, ArgumentLength: len(call.ArgsJSON), ResultLength: 10,
 	}
-	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+	if len(got) != 1 || got[0].CallID == "" {
+		t.Fatalf("After emitted %+v, want one record with a call id", got)
+	}
+	got[0].CallID = ""
+	if !reflect.DeepEqual(got[0], want) {
 		t.Fatalf("After emitted %+v, want exactly [%+v]", got, want)
 	}
 	if got[0].Denial == denial || &got[0].Warnings[0] == &warnings[0] {
@@ -279,13 +294,67 @@ func TestAuditLogNeverDenies(t *testing.T) {
 	}
 }
 
-func TestAuditLogSinkErrorsAreLoggedNotReturned(t *testing.T) {
+func TestAuditLogSinkErrorDeniesTheCallBeforeTheToolRuns(t *testing.T) {
 	a := audit.New(audit.SinkFunc(func(context.Context, audit.Record) error { return errors.New("disk full") }))
 	if err := a.TryAfter(context.Background(), hooks.NewCall("t", ""), &hooks.Result{}); err == nil ||
 		!strings.Contains(err.Error(), "disk full") {
 		t.Errorf("TryAfter = %v, want the sink's error", err)
 	}
+	var ran atomic.Int64
+	var logs lockedBuffer
+	e, err := hooks.NewExecutor([]hooks.Entry{{Hook: a, FailOpen: true, Action: hooks.ActionWarn}},
+		[]hooks.Tool{hooks.ToolFunc{ToolName: "t", Func: func(context.Context, map[string]any) (string, error) { ran.Add(1); return "ok", nil }}},
+		hooks.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range []hooks.Result{e.Execute(context.Background(), hooks.NewCall("t", "")), e.Evaluate(context.Background(), hooks.NewCall("t", ""))} {
+		if res.Status != hooks.StatusDenied || res.Denial == nil || res.Denial.Rule != hooks.RuleAuditFailed || res.Denial.Hook != audit.Name {
+			t.Errorf("a failing audit sink (even fail-open, warn) let the call through: %+v %+v", res, res.Denial)
+		}
+	}
+	if ran.Load() != 0 {
+		t.Error("the tool ran although its decision could not be recorded")
+	}
+	if !strings.Contains(logs.String(), "disk full") || !strings.Contains(logs.String(), "hook=AuditLog") {
+		t.Errorf("the sink error was not logged: %q", logs.String())
+	}
+}
 
+func TestAllowedCallsWriteTheDecisionBeforeTheToolAndOneRecordAfter(t *testing.T) {
+	var m audit.Memory
+	var seenBefore int
+	e, err := hooks.NewExecutor([]hooks.Entry{{Hook: audit.New(&m)}},
+		[]hooks.Tool{hooks.ToolFunc{ToolName: "t", Func: func(context.Context, map[string]any) (string, error) {
+			seenBefore = len(m.Started())
+			return "ok", nil
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.Execute(context.Background(), hooks.NewCall("t", `{"a":1}`))
+	if res.Status != hooks.StatusSucceeded || seenBefore != 1 {
+		t.Fatalf("result %+v; %d decision records when the tool ran, want 1", res, seenBefore)
+	}
+	started, recs := m.Started(), m.Records()
+	if len(started) != 1 || len(recs) != 1 || started[0].CallID == "" || started[0].CallID != recs[0].CallID ||
+		started[0].Outcome != hooks.StatusAllowed || recs[0].Outcome != hooks.StatusSucceeded || started[0].Phase != audit.PhaseStarted {
+		t.Errorf("started %+v, records %+v", started, recs)
+	}
+	// A denied call writes only its record.
+	e.Execute(context.Background(), hooks.NewCall("t", `[`))
+	if len(m.Started()) != 1 || len(m.Records()) != 2 || m.Records()[1].CallID == recs[0].CallID {
+		t.Errorf("after a denial: started %+v, records %+v", m.Started(), m.Records())
+	}
+}
+
+func TestAuditLogCompletionFailureIsLoggedAndCannotChangeTheResult(t *testing.T) {
+	a := audit.New(audit.SinkFunc(func(_ context.Context, r audit.Record) error {
+		if r.Phase == audit.PhaseCompleted {
+			return errors.New("disk full")
+		}
+		return nil
+	}))
 	var logs lockedBuffer
 	e, err := hooks.NewExecutor([]hooks.Entry{{Hook: a}},
 		[]hooks.Tool{hooks.ToolFunc{ToolName: "t", Func: func(context.Context, map[string]any) (string, error) { return "ok", nil }}},
@@ -293,11 +362,10 @@ func TestAuditLogSinkErrorsAreLoggedNotReturned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := e.Execute(context.Background(), hooks.NewCall("t", ""))
-	if res.Status != hooks.StatusSucceeded || res.Output != "ok" {
-		t.Errorf("a failing audit sink changed the result: %+v", res)
+	if res := e.Execute(context.Background(), hooks.NewCall("t", "")); res.Status != hooks.StatusSucceeded || res.Output != "ok" {
+		t.Errorf("result %+v", res)
 	}
-	if !strings.Contains(logs.String(), "disk full") || !strings.Contains(logs.String(), "hook=AuditLog") {
+	if !strings.Contains(logs.String(), "disk full") {
 		t.Errorf("the sink error was not logged: %q", logs.String())
 	}
 }

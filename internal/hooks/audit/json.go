@@ -3,11 +3,13 @@ package audit
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -18,15 +20,100 @@ import (
 // what a SlogSink over slog.NewJSONHandler(w, nil) writes (keys time, level,
 // msg, then those of SlogSink), but encoded directly into a pooled buffer
 // instead of through log/slog and reflection. Each record is written with
-// one Write call, under a mutex, before Emit returns.
+// one Write call, one at a time, before Emit returns.
+//
+// With a write timeout (WithWriteTimeout), every Write runs in the sink's
+// writer goroutine and Emit waits for it at most that long: a writer that
+// blocks (a pipe nobody reads) fails the record with ErrWriteTimeout instead
+// of holding the call, and every later record fails the same way until the
+// blocked Write returns. A record that missed its deadline may still be
+// written once the writer moves again.
 type JSONSink struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu      sync.Mutex
+	w       io.Writer
+	timeout time.Duration
+	writes  chan jsonWrite // to the writer goroutine, with a timeout
+	// blockedSince is when the Write in progress started (Unix nanoseconds), or 0.
+	blockedSince atomic.Int64
+}
+
+// jsonWrite is one record for the writer goroutine.
+type jsonWrite struct {
+	b    []byte
+	done chan error
+}
+
+// ErrWriteTimeout is the error of a record whose Write did not return within
+// the sink's write timeout.
+var ErrWriteTimeout = errors.New("audit write timed out")
+
+// JSONOption configures a JSONSink.
+type JSONOption func(*JSONSink)
+
+// WithWriteTimeout bounds how long Emit waits for the writer (0: no bound).
+func WithWriteTimeout(d time.Duration) JSONOption {
+	return func(s *JSONSink) { s.timeout = d }
 }
 
 // NewJSONSink returns a sink writing one JSON object per line to w; the
-// gateway uses os.Stdout.
-func NewJSONSink(w io.Writer) *JSONSink { return &JSONSink{w: w} }
+// gateway uses os.Stdout or a rotating file.
+func NewJSONSink(w io.Writer, opts ...JSONOption) *JSONSink {
+	s := &JSONSink{w: w}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.timeout > 0 {
+		s.writes = make(chan jsonWrite)
+		go s.writer()
+	}
+	return s
+}
+
+// writer writes the records handed to it, one at a time; it lives as long
+// as the process.
+func (s *JSONSink) writer() {
+	for w := range s.writes {
+		s.blockedSince.Store(time.Now().UnixNano())
+		_, err := s.w.Write(w.b)
+		s.blockedSince.Store(0)
+		w.done <- err
+	}
+}
+
+// Healthy reports ErrWriteTimeout while a Write has been blocked longer
+// than the write timeout.
+func (s *JSONSink) Healthy() error {
+	since := s.blockedSince.Load()
+	if s.timeout > 0 && since != 0 && time.Since(time.Unix(0, since)) > s.timeout {
+		return fmt.Errorf("%w: a write has been blocked since %s", ErrWriteTimeout, time.Unix(0, since).UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// write writes b, within the timeout if there is one. It reports whether b
+// may be reused (false when a timed-out Write may still read it).
+func (s *JSONSink) write(b []byte) (error, bool) { //nolint:revive,staticcheck // the flag rides with the error
+	if s.writes == nil {
+		s.mu.Lock()
+		_, err := s.w.Write(b)
+		s.mu.Unlock()
+		return err, true
+	}
+	t := time.NewTimer(s.timeout)
+	defer t.Stop()
+	w := jsonWrite{b: b, done: make(chan error, 1)}
+	select {
+	case s.writes <- w:
+	case <-t.C:
+		return fmt.Errorf("%w after %s: the previous write is still blocked", ErrWriteTimeout, s.timeout), true
+	}
+	select {
+	case err := <-w.done:
+		return err, true
+	case <-t.C:
+		return fmt.Errorf("%w after %s", ErrWriteTimeout, s.timeout), false
+	}
+}
 
 // maxPooledRecord is the largest buffer kept for reuse; records with long
 // reasons are rare.
@@ -46,10 +133,8 @@ func (s *JSONSink) Emit(ctx context.Context, r Record) error {
 		}
 		b = append(b[:0], buf.Bytes()...)
 	}
-	s.mu.Lock()
-	_, err := s.w.Write(b)
-	s.mu.Unlock()
-	if cap(b) <= maxPooledRecord {
+	err, reusable := s.write(b)
+	if reusable && cap(b) <= maxPooledRecord {
 		*bp = b
 		recordBufs.Put(bp)
 	}
@@ -72,7 +157,13 @@ func appendRecord(b []byte, r *Record) ([]byte, bool) {
 		b = r.Time.AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `",`...)
 	}
-	b = append(b, `"level":"INFO","msg":"`+Message+`","tool":`...)
+	if r.Phase == PhaseStarted {
+		b = append(b, `"level":"INFO","msg":"`+MessageStarted+`","callId":`...)
+	} else {
+		b = append(b, `"level":"INFO","msg":"`+Message+`","callId":`...)
+	}
+	b = jsonappend.String(b, r.CallID, jsonappend.Slog)
+	b = append(b, `,"tool":`...)
 	b = jsonappend.String(b, r.Tool, jsonappend.Slog)
 	b = append(b, `,"sessionId":`...)
 	b = jsonappend.String(b, r.SessionID, jsonappend.Slog)

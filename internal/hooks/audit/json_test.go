@@ -23,6 +23,7 @@ func fuzzRecord(strs []string, nanos, dur, gen int64, lengths int32, streaming b
 		Tool: s(0), SessionID: s(1), ChannelID: s(2), SenderID: s(3), CorrelationID: s(4),
 		Streaming: streaming, Outcome: hooks.Status(s(5)), Duration: time.Duration(dur),
 		ArgumentLength: int(lengths), ResultLength: int(lengths) / 3,
+		CallID: s(6) + s(9), Phase: audit.Phase(decisions % 2),
 	}
 	if nanos != 0 {
 		// RFC 3339 offsets are whole minutes.
@@ -62,6 +63,7 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 		Time           *string          `json:"time"`
 		Level          string           `json:"level"`
 		Msg            string           `json:"msg"`
+		CallID         string           `json:"callId"`
 		Tool           string           `json:"tool"`
 		SessionID      string           `json:"sessionId"`
 		ChannelID      string           `json:"channelId"`
@@ -101,8 +103,12 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 	eq("senderId", got.SenderID, r.SenderID)
 	eq("correlationId", got.CorrelationID, r.CorrelationID)
 	eq("outcome", got.Outcome, string(r.Outcome))
+	wantMsg := audit.Message
+	if r.Phase == audit.PhaseStarted {
+		wantMsg = audit.MessageStarted
+	}
 	if got.Streaming != r.Streaming || got.ArgumentLength != r.ArgumentLength || got.ResultLength != r.ResultLength ||
-		got.DurationMs != float64(r.Duration)/float64(time.Millisecond) || got.Level != "INFO" || got.Msg != audit.Message {
+		got.DurationMs != float64(r.Duration)/float64(time.Millisecond) || got.Level != "INFO" || got.Msg != wantMsg || got.CallID != r.CallID {
 		t.Errorf("decoded %+v from a record %+v", got, r)
 	}
 	decisionEq := func(what string, got, want *hooks.Decision) {

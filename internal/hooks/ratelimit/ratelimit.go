@@ -82,7 +82,22 @@ type Config struct {
 	MaxKeys int
 	// Now is the clock; time.Now when nil. Tests inject a fake.
 	Now func() time.Time
+	// Windows holds the counters; nil means new ones. Hooks built for the
+	// same limits (the same policy and rules) across configuration changes
+	// share one Windows, so a push or reload does not reset the windows.
+	Windows *Windows
 }
+
+// Windows are the per (sender, tool) counters of a RateLimit. It is safe for
+// concurrent use.
+type Windows struct {
+	mu        sync.RWMutex
+	keys      map[key]*counter
+	lastSweep atomic.Int64 // unix seconds of the last sweep
+}
+
+// NewWindows returns empty counters.
+func NewWindows() *Windows { return &Windows{keys: make(map[key]*counter)} }
 
 // RateLimit is the rate-limit hook. It is safe for concurrent use.
 type RateLimit struct {
@@ -91,9 +106,7 @@ type RateLimit struct {
 	maxKeys int
 	now     func() time.Time
 
-	mu        sync.RWMutex
-	keys      map[key]*counter
-	lastSweep atomic.Int64 // unix seconds of the last sweep
+	*Windows
 }
 
 var _ hooks.Hook = (*RateLimit)(nil)
@@ -129,7 +142,11 @@ func New(cfg Config) (*RateLimit, error) {
 		rules:   rules,
 		maxKeys: cfg.MaxKeys,
 		now:     cfg.Now,
-		keys:    make(map[key]*counter),
+		Windows: cfg.Windows,
+	}
+	fresh := h.Windows == nil
+	if fresh {
+		h.Windows = NewWindows()
 	}
 	if h.name == "" {
 		h.name = DefaultName
@@ -140,7 +157,9 @@ func New(cfg Config) (*RateLimit, error) {
 	if h.now == nil {
 		h.now = time.Now
 	}
-	h.lastSweep.Store(h.now().Unix())
+	if fresh {
+		h.lastSweep.Store(h.now().Unix())
+	}
 	return h, nil
 }
 

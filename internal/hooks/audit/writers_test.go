@@ -1,0 +1,73 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+)
+
+func rec() audit.Record {
+	return audit.Record{Tool: "t", Outcome: hooks.StatusAllowed, Phase: audit.PhaseStarted, CallID: "x-1"}
+}
+
+func TestJSONSinkReportsRealWriteFailures(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full:", err)
+	}
+	defer func() { _ = full.Close() }()
+	if err := audit.NewJSONSink(full).Emit(context.Background(), rec()); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("/dev/full: Emit = %v, want ENOSPC", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Close()
+	defer func() { _ = w.Close() }()
+	if err := audit.NewJSONSink(w, audit.WithWriteTimeout(time.Minute)).Emit(context.Background(), rec()); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("closed pipe: Emit = %v, want EPIPE", err)
+	}
+}
+
+func TestJSONSinkGivesUpOnAStalledPipeAndRecovers(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close(); _ = w.Close() }()
+	if _, err := unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 4096); err != nil {
+		t.Log("cannot shrink the pipe:", err)
+	}
+	s := audit.NewJSONSink(w, audit.WithWriteTimeout(50*time.Millisecond))
+	var emitErr error
+	for i := 0; i < 10000 && emitErr == nil; i++ { // nobody reads: the pipe fills up
+		emitErr = s.Emit(context.Background(), rec())
+	}
+	if !errors.Is(emitErr, audit.ErrWriteTimeout) {
+		t.Fatalf("Emit on a full pipe = %v, want ErrWriteTimeout", emitErr)
+	}
+	if err := s.Emit(context.Background(), rec()); !errors.Is(err, audit.ErrWriteTimeout) {
+		t.Errorf("Emit while the writer is blocked = %v, want ErrWriteTimeout", err)
+	}
+	if err := s.Healthy(); !errors.Is(err, audit.ErrWriteTimeout) {
+		t.Errorf("Healthy while blocked = %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, r) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Healthy() != nil || s.Emit(context.Background(), rec()) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the sink did not recover once the pipe was read")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
