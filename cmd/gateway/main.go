@@ -49,6 +49,7 @@ type flags struct {
 	gogc            int // garbage collector percentage to set; 0 keeps the runtime's (GOGC)
 	kube            kubeFlags
 	mcp             mcpFlags
+	auth            authFlags
 }
 
 // defaultGOGC is the gateway's garbage collector percentage unless --gogc or
@@ -75,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	gogc := fs.Int("gogc", defaultGOGC, "garbage collector percentage (as GOGC); without this flag a GOGC environment variable wins")
 	f.kube.register(fs)
 	f.mcp.register(fs)
+	f.auth.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -173,6 +175,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer stopKube()
 	}
+	if opts.Callers, err = f.auth.build(f.kube.tokenReviews, log); err != nil {
+		return err
+	}
 	ups, err := f.mcp.connect(ctx, &opts, log)
 	if err != nil {
 		return err
@@ -185,7 +190,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	handler, err := f.mcp.handler(srv, ups, f.kube.tokenReviews, log)
+	handler, err := f.mcp.handler(srv, ups, log)
 	if err != nil {
 		return err
 	}
@@ -204,7 +209,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("Gateway listening", "address", ln.Addr().String(), "workspace", f.workspace,
-		"standalone", f.policies != "", "pushes", opts.Authenticator != nil, "mcp", f.mcp.enabled)
+		"standalone", f.policies != "", "pushes", opts.Authenticator != nil, "mcp", f.mcp.enabled,
+		"anonymousCallers", f.auth.allowAnonymous)
 
 	if f.policies != "" {
 		go func() {

@@ -18,8 +18,10 @@ import (
 // "arguments", rule InvalidArguments), so that the attempt is audited and
 // counted like every other denial.
 type ToolCallRequest struct {
-	SessionID     string          `json:"sessionId"`
-	ChannelID     string          `json:"channelId"`
+	SessionID string `json:"sessionId"`
+	ChannelID string `json:"channelId"`
+	// SenderID, when given, must be the authenticated caller's username
+	// (the call's sender is always that caller); another name is answered 400.
 	SenderID      string          `json:"senderId"`
 	CorrelationID string          `json:"correlationId"`
 	Tool          string          `json:"tool"`
@@ -100,6 +102,9 @@ type ReadyResponse struct {
 	Ready    bool   `json:"ready"`
 	Revision string `json:"revision,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// AnonymousCallers is true when callers without a token are accepted
+	// (as system:anonymous).
+	AnonymousCallers bool `json:"anonymousCallers,omitempty"`
 }
 
 func denialOf(d *hooks.Decision) *Denial {

@@ -58,6 +58,8 @@ type metrics struct {
 	hooks          prometheus.Gauge
 	rejections     *prometheus.CounterVec
 	droppedDenials prometheus.Counter
+	// unauthenticated counts calls refused for want of a verified caller.
+	unauthenticated prometheus.Counter
 
 	// decisionByAPI are the decision histogram's series of the APIs,
 	// looked up once (the histogram is never reset).
@@ -117,12 +119,16 @@ func newMetrics(reg prometheus.Registerer, toolNames, nativeHooks []string) (*me
 			Name: "toolhooks_denial_events_dropped_total",
 			Help: "Denials not handed to the denial sink because its queue was full.",
 		}),
+		unauthenticated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolhooks_caller_authentication_failures_total",
+			Help: "Calls to POST /v1/tool-calls and /v1/decisions refused because the caller was not authenticated.",
+		}),
 		tools:     newBoundedLabel(MaxLabelValues),
 		hookNames: newBoundedLabel(MaxLabelValues),
 		builtins:  toolNames,
 	}
 	for _, c := range []prometheus.Collector{m.calls, m.denials, m.warnings, m.decision, m.toolDuration, m.revision,
-		m.issuedAt, m.hooks, m.rejections, m.droppedDenials} {
+		m.issuedAt, m.hooks, m.rejections, m.droppedDenials, m.unauthenticated} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
