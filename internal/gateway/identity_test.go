@@ -98,3 +98,47 @@ spec: {}
 		t.Errorf("no authenticator, no token: %d, want 401", status)
 	}
 }
+
+// TestSessionsBelongToTheirCaller: a caller reusing another caller's session
+// id neither spends nor sees that caller's budget; each identity has its own
+// session under the same id.
+func TestSessionsBelongToTheirCaller(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mustPush(compileYAML(t, e.ws, `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: ContractPolicy
+metadata: {name: budget}
+spec: {maxToolCalls: 2}
+`))
+	read := map[string]any{"sessionId": "shared", "tool": "read_file", "arguments": map[string]string{"path": "README.md"}}
+	status := func(tok string) string {
+		t.Helper()
+		code, body := e.postAs(tok, "/v1/tool-calls", read)
+		if code != http.StatusOK {
+			t.Fatalf("answered %d %s", code, body)
+		}
+		var r gateway.ToolCallResponse
+		mustUnmarshal(t, body, &r)
+		if r.Denial != nil {
+			return r.Status + ":" + r.Denial.Rule
+		}
+		return r.Status
+	}
+	// The other caller spends its whole budget on session "shared" first.
+	for range 2 {
+		if got := status(otherToken); got != "succeeded" {
+			t.Fatalf("other's call: %s", got)
+		}
+	}
+	if got := status(otherToken); got != "denied:maxToolCalls" {
+		t.Fatalf("other's third call: %s, want its budget spent", got)
+	}
+	// agent's session "shared" is its own: two calls, then its own budget ends.
+	for range 2 {
+		if got := status(agentToken); got != "succeeded" {
+			t.Fatalf("agent reusing the session id: %s, want its own budget", got)
+		}
+	}
+	if got := status(agentToken); got != "denied:maxToolCalls" {
+		t.Fatalf("agent's third call: %s", got)
+	}
+}
