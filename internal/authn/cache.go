@@ -2,7 +2,7 @@ package authn
 
 import (
 	"context"
-	"crypto/sha256"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,10 +10,15 @@ import (
 )
 
 // Cached remembers an Authenticator's successes for at most TTL and never
-// beyond the token's own expiry (by the token's SHA-256, at most max tokens;
-// a full cache is emptied), so that a TokenReview or a signature check is
-// not made for every request. Failures are never cached. TTL bounds how long
-// a revoked token keeps working.
+// beyond the token's own expiry (at most max tokens; a full cache is
+// emptied), so that a TokenReview or a signature check is not made for
+// every request. Failures are never cached. TTL bounds how long a revoked
+// token keeps working.
+//
+// Entries are keyed by the token itself, held in memory no longer than the
+// TTL: a SHA-256 of a ServiceAccount token (about 1 KB) costs more than
+// the whole decision after it, and the token passes through the process's
+// memory with every request anyway.
 type Cached struct {
 	inner Authenticator
 	ttl   time.Duration
@@ -21,7 +26,7 @@ type Cached struct {
 	now   func() time.Time
 
 	mu      sync.RWMutex
-	entries map[[sha256.Size]byte]cachedIdentity
+	entries map[string]cachedIdentity
 }
 
 type cachedIdentity struct {
@@ -31,7 +36,7 @@ type cachedIdentity struct {
 
 // NewCached caches inner's successes for ttl, at most maxTokens tokens.
 func NewCached(inner Authenticator, ttl time.Duration, maxTokens int) *Cached {
-	return &Cached{inner: inner, ttl: ttl, max: maxTokens, now: time.Now, entries: map[[sha256.Size]byte]cachedIdentity{}}
+	return &Cached{inner: inner, ttl: ttl, max: maxTokens, now: time.Now, entries: map[string]cachedIdentity{}}
 }
 
 // SetClock replaces the clock (tests).
@@ -39,10 +44,9 @@ func (c *Cached) SetClock(now func() time.Time) { c.now = now }
 
 // AuthenticateToken answers from the cache or asks inner.
 func (c *Cached) AuthenticateToken(ctx context.Context, token string) (*hooks.Identity, time.Time, error) {
-	key := sha256.Sum256([]byte(token))
 	now := c.now()
 	c.mu.RLock()
-	e, ok := c.entries[key]
+	e, ok := c.entries[token]
 	c.mu.RUnlock()
 	if ok && now.Before(e.expires) {
 		return e.id, e.expires, nil
@@ -59,7 +63,7 @@ func (c *Cached) AuthenticateToken(ctx context.Context, token string) (*hooks.Id
 	if len(c.entries) >= c.max {
 		clear(c.entries)
 	}
-	c.entries[key] = cachedIdentity{id: id, expires: until}
+	c.entries[strings.Clone(token)] = cachedIdentity{id: id, expires: until}
 	c.mu.Unlock()
 	return id, exp, nil
 }

@@ -74,6 +74,9 @@ var benchCalls = []benchCall{
 // benchToken stands for a ServiceAccount token: a JWT of the usual size.
 var benchToken = "eyJhbGciOiJSUzI1NiIsImtpZCI6ImJlbmNoIn0." + strings.Repeat("x", 700) + "." + strings.Repeat("s", 342)
 
+// benchAuthorization is the Authorization header of the benchmarks' requests.
+var benchAuthorization = "Bearer " + benchToken
+
 // benchReviewer accepts benchToken as "agent", standing for a TokenReview:
 // the benchmarks measure the cached path, which is the one every call but
 // a token's first takes.
@@ -137,7 +140,7 @@ func benchDecisions(b *testing.B, parallelism int) {
 	for i, c := range benchCalls {
 		req, _ := http.NewRequest(http.MethodPost, hs.URL+"/v1/decisions", bytes.NewReader(bodies[i]))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+benchToken)
+		req.Header.Set("Authorization", benchAuthorization)
 		resp, err := client.Do(req)
 		if err != nil {
 			b.Fatal(err)
@@ -168,7 +171,7 @@ func benchDecisions(b *testing.B, parallelism int) {
 			t0 := time.Now()
 			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+benchToken)
+			req.Header.Set("Authorization", benchAuthorization)
 			resp, err := client.Do(req)
 			if err != nil {
 				failed.Add(1)
@@ -210,7 +213,7 @@ func BenchmarkDecisionHandler(b *testing.B) {
 		for pb.Next() {
 			req := httptest.NewRequest(http.MethodPost, "/v1/decisions", bytes.NewReader(bodies[next.Add(1)%uint64(len(bodies))]))
 			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+benchToken)
+			req.Header.Set("Authorization", benchAuthorization)
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, req)
 			if w.Code != http.StatusOK {
