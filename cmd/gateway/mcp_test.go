@@ -256,7 +256,7 @@ kind: ContractPolicy
 metadata: {name: restricted-only, namespace: default}
 spec:
   subjects: {senders: ["system:serviceaccount:default:restricted"]}
-  scopedCapabilities: [{tool: list_dir}]
+  allowedPaths: ["/nonexistent-root"]
 `), "policies.yaml")
 	if err != nil {
 		t.Fatal(err)
