@@ -59,12 +59,15 @@ mkdir -p "$ws/src" "$ws/config" "$tmp/policies"
 echo 'package main' >"$ws/src/main.go"
 sed "s|WORKSPACE|$ws|g" "$here/bench/decisions-policies.yaml" >"$tmp/policies/bench.yaml"
 
+# Callers authenticate with a static token (cached, as every token after its first use).
+printf 'tokens: [{identity: agent, token: bench-decisions-token-0123456789}]\n' >"$tmp/tokens.yaml"
+
 echo "bench-decisions: starting the gateway on $ADDR (audit to /dev/null)" >&2
 launch=()
 [[ -n "$GATEWAY_CPUS" ]] && launch+=(taskset -c "$GATEWAY_CPUS")
 # shellcheck disable=SC2086 # GATEWAY_ENV is a list of NAME=value words
 env $GATEWAY_ENV "${launch[@]}" "$tmp/gateway" --workspace "$ws" --policies "$tmp/policies" --namespace default \
-	--listen "$ADDR" >/dev/null 2>"$tmp/gateway.log" &
+	--auth-tokens-file "$tmp/tokens.yaml" --listen "$ADDR" >/dev/null 2>"$tmp/gateway.log" &
 pid=$!
 for _ in $(seq 100); do
 	curl -fsS "http://$ADDR/readyz" >/dev/null 2>&1 && break
@@ -77,7 +80,7 @@ curl -fsS "http://$ADDR/readyz" >/dev/null || { echo "bench-decisions: the gatew
 # chain (everything denied, say) cannot pass for a fast one.
 check() {
 	local tool="$1" args="$2" want="$3" got
-	got="$(curl -fsS -H 'Content-Type: application/json' "http://$ADDR/v1/decisions" \
+	got="$(curl -fsS -H 'Content-Type: application/json' -H 'Authorization: Bearer bench-decisions-token-0123456789' "http://$ADDR/v1/decisions" \
 		-d "{\"sessionId\":\"check\",\"senderId\":\"agent\",\"tool\":\"$tool\",\"arguments\":$args}")"
 	if [[ "$got" != "{\"allowed\":$want"* ]]; then
 		echo "bench-decisions: $tool $args: got $got, want allowed=$want" >&2

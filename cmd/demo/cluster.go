@@ -118,7 +118,8 @@ func runCluster(ctx context.Context, out *printer, o options) error { //nolint:g
 		}
 		g, err := startGateway(ctx, "gateway "+cg.name, o.gateway, "--listen", net.JoinHostPort(cg.ip, strconv.Itoa(port)),
 			"--workspace", d.workspace, "--kubeconfig", kubeconfig, "--controller-identity", controllerIdentity,
-			"--pod-name", pod.Name, "--pod-namespace", pod.Namespace, "--pod-uid", string(pod.UID))
+			"--pod-name", pod.Name, "--pod-namespace", pod.Namespace, "--pod-uid", string(pod.UID),
+			"--auth-tokens-file", d.tokens)
 		if err != nil {
 			return err
 		}

@@ -80,6 +80,8 @@ func siblingBinary(name string) string {
 // demoDirs are the demo's temporary directories.
 type demoDirs struct {
 	root, workspace, policies string
+	// tokens is the gateways' callers' tokens file (--auth-tokens-file).
+	tokens string
 }
 
 // setup checks the binaries (flag name -> path), creates the workspace and
@@ -128,6 +130,10 @@ func setup(out *printer, title string, binaries map[string]string) (d demoDirs, 
 	if err = writePolicies(d.policies, policies); err != nil {
 		return d, cleanup, err
 	}
+	d.tokens = filepath.Join(d.root, "tokens.yaml")
+	if err = os.WriteFile(d.tokens, []byte(demoTokensFile()), 0o600); err != nil {
+		return d, cleanup, err
+	}
 	out.printf("toolhooks demo (%s)\n  workspace: %s\n  policies:  %s\n"+
 		"  (the samples' /workspace is the workspace above; the approvals Service is a local stand-in)\n",
 		title, d.workspace, policyNames(policies))
@@ -152,7 +158,7 @@ func run(ctx context.Context, out *printer, o options) error {
 	}()
 	for _, gw := range []struct{ name, labels string }{{gwCoding, ""}, {gwAuditor, auditorLabel}} {
 		g, err := startGateway(ctx, "gateway "+gw.name, o.gateway, "--workspace", d.workspace, "--policies", d.policies,
-			"--namespace", "default", "--labels", gw.labels)
+			"--namespace", "default", "--labels", gw.labels, "--auth-tokens-file", d.tokens)
 		if err != nil {
 			return err
 		}
@@ -176,9 +182,9 @@ func hold(ctx context.Context, out *printer, o options, addr string) {
 		return
 	}
 	out.printf("\nThe coding agents' gateway keeps running; try a call:\n"+
-		"  curl -s -H 'Content-Type: application/json' localhost:%s/v1/tool-calls \\\n"+
+		"  curl -s -H 'Content-Type: application/json' -H 'Authorization: Bearer %s' localhost:%s/v1/tool-calls \\\n"+
 		"    -d '{\"sessionId\":\"me\",\"tool\":\"read_file\",\"arguments\":{\"path\":\"config/.env\"}}'\n"+
-		"Press Ctrl-C to stop and clean up.\n", port(addr))
+		"Press Ctrl-C to stop and clean up.\n", demoToken(codingAgent), port(addr))
 	<-ctx.Done()
 	out.printf("Stopping and cleaning up.\n")
 }

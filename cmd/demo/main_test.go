@@ -168,22 +168,31 @@ func TestDemoHoldKeepsTheGatewayUpUntilCtrlC(t *testing.T) {
 	dir := binaries(t)
 	cmd := exec.Command(filepath.Join(dir, "demo"), "--gateway", filepath.Join(dir, "gateway"), "--hold")
 	r := startUntil(t, cmd, "Press Ctrl-C")
-	port := ""
-	if m := regexp.MustCompile(`curl .* localhost:(\d+)/v1/tool-calls`).FindStringSubmatch(r.text.String()); m != nil {
-		port = m[1]
+	port, token := "", ""
+	if m := regexp.MustCompile(`curl .*'Authorization: Bearer (\S+)' localhost:(\d+)/v1/tool-calls`).FindStringSubmatch(r.text.String()); m != nil {
+		token, port = m[1], m[2]
 	}
 	if port == "" {
-		t.Fatalf("no hint with the gateway's port:\n%s\nstderr:\n%s", r.text.String(), r.stderr.String())
+		t.Fatalf("no hint with the gateway's port and a token:\n%s\nstderr:\n%s", r.text.String(), r.stderr.String())
 	}
-	resp, err := http.Post("http://localhost:"+port+"/v1/tool-calls", "application/json",
-		strings.NewReader(`{"sessionId":"me","tool":"read_file","arguments":{"path":"config/.env"}}`))
+	body := `{"sessionId":"me","tool":"read_file","arguments":{"path":"config/.env"}}`
+	if resp, err := http.Post("http://localhost:"+port+"/v1/tool-calls", "application/json", strings.NewReader(body)); err != nil ||
+		resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a call without the token: %v %v, want 401", resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://localhost:"+port+"/v1/tool-calls", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("the held gateway does not answer: %v", err)
 	}
-	body, _ := io.ReadAll(resp.Body)
+	answer, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if !strings.Contains(string(body), `"rule":"forbiddenPathGlobs"`) {
-		t.Errorf("the hint's call = %s, want a forbiddenPathGlobs denial", body)
+	if !strings.Contains(string(answer), `"rule":"forbiddenPathGlobs"`) {
+		t.Errorf("the hint's call = %s, want a forbiddenPathGlobs denial", answer)
 	}
 
 	if err := r.interrupt(); err != nil {

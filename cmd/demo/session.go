@@ -240,6 +240,21 @@ type callReply struct {
 	} `json:"denial"`
 }
 
+// demoToken is an agent's bearer token: the gateways know the agents by
+// static development tokens (--auth-tokens-file), so each call's sender is
+// the agent the token names.
+func demoToken(who agent) string { return "demo-token-" + who.sender + "-0123456789" }
+
+// demoTokensFile is the gateways' tokens file, one token per agent.
+func demoTokensFile() string {
+	var b strings.Builder
+	b.WriteString("tokens:\n")
+	for _, a := range []agent{codingAgent, auditor, ciBot} {
+		fmt.Fprintf(&b, "- {identity: %s, token: %s}\n", a.sender, demoToken(a))
+	}
+	return b.String()
+}
+
 // call makes one tool call through a gateway's HTTP API.
 func call(ctx context.Context, addr string, who agent, tool, args string) (callReply, error) {
 	body, err := json.Marshal(map[string]any{"sessionId": who.session, "channelId": "demo", "senderId": who.sender,
@@ -252,6 +267,7 @@ func call(ctx context.Context, addr string, who agent, tool, args string) (callR
 		return callReply{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+demoToken(who))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return callReply{}, err

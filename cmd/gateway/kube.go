@@ -33,7 +33,7 @@ type kubeFlags struct {
 	podUID             string
 	eventsQPS          float64
 	eventsBurst        int
-	// tokenReviews is set by setup, for the MCP endpoint's authenticator.
+	// tokenReviews is set by setup, for the callers' authenticator.
 	tokenReviews authnclient.TokenReviewInterface
 }
 

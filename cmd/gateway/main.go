@@ -59,6 +59,7 @@ type flags struct {
 	sandbox         sandbox.Config
 	kube            kubeFlags
 	mcp             mcpFlags
+	auth            authFlags
 }
 
 // defaultGOGC is the gateway's garbage collector percentage unless --gogc or
@@ -91,6 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	f.audit.register(fs)
 	fs.IntVar(&f.maxConns, "max-connections", 1024, "most HTTP connections served at once; further ones wait in the kernel's backlog (0: no limit)")
 	fs.DurationVar(&f.idleTimeout, "http-idle-timeout", 30*time.Second, "close keep-alive connections idle this long")
+	f.auth.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -207,6 +209,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer stopKube()
 	}
+	if opts.Callers, err = f.auth.build(f.kube.tokenReviews, log); err != nil {
+		return err
+	}
 	ups, err := f.mcp.connect(ctx, &opts, log)
 	if err != nil {
 		return err
@@ -219,7 +224,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	handler, err := f.mcp.handler(srv, ups, f.kube.tokenReviews, log)
+	handler, err := f.mcp.handler(srv, ups, log)
 	if err != nil {
 		return err
 	}
@@ -238,7 +243,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("Gateway listening", "address", ln.Addr().String(), "workspace", f.workspace,
-		"standalone", f.policies != "", "pushes", opts.Authenticator != nil, "mcp", f.mcp.enabled)
+		"standalone", f.policies != "", "pushes", opts.Authenticator != nil, "mcp", f.mcp.enabled,
+		"anonymousCallers", f.auth.allowAnonymous)
 
 	if f.policies != "" {
 		go func() {

@@ -111,13 +111,24 @@ spec:
 		t.Fatal(err)
 	}
 
-	g := startGateway(t, bin, "--listen", "127.0.0.1:0", "--workspace", ws, "--policies", policies, "--namespace", "team")
+	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(tokens, []byte("tokens: [{identity: agent, token: agent-token-0123456789}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, bin, "--listen", "127.0.0.1:0", "--workspace", ws, "--policies", policies, "--namespace", "team",
+		"--auth-tokens-file", tokens)
 	base := g.base
 
 	call := func(args string) map[string]any {
 		t.Helper()
 		body := `{"sessionId":"s1","senderId":"agent","tool":"read_file","arguments":` + args + `}`
-		resp, err := http.Post(base+"/v1/tool-calls", "application/json", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, base+"/v1/tool-calls", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer agent-token-0123456789")
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

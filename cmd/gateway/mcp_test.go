@@ -18,11 +18,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/policyfile"
 	"github.com/toolhooks/toolhooks/internal/testenv"
 )
 
@@ -40,14 +43,15 @@ func TestMCPFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		"no authentication": {[]string{"--mcp"}, "callers must authenticate"},
-		"upstreams alone":   {[]string{"--mcp-upstreams", upstreams}, "--mcp-upstreams needs --mcp"},
-		"tokens alone":      {[]string{"--mcp-tokens-file", tokens}, "need --mcp"},
-		"bad tokens":        {[]string{"--mcp", "--mcp-tokens-file", tokens}, "at least 16 bytes"},
-		"bad upstreams":     {[]string{"--mcp", "--mcp-allow-anonymous", "--mcp-upstreams", upstreams}, `name "Bad"`},
-		"bad denied mode":   {[]string{"--mcp", "--mcp-allow-anonymous", "--mcp-denied-tools", "grey"}, `not "grey"`},
-		"negative token cache TTL": {[]string{"--mcp", "--mcp-allow-anonymous", "--mcp-token-cache-ttl", "-1s"},
-			"--mcp-token-cache-ttl must not be negative"},
+		"no authentication":         {[]string{"--mcp"}, "callers cannot authenticate"},
+		"no authentication, no MCP": {nil, "callers cannot authenticate"},
+		"upstreams alone":           {[]string{"--allow-anonymous", "--mcp-upstreams", upstreams}, "--mcp-upstreams needs --mcp"},
+		"bad tokens":                {[]string{"--mcp", "--auth-tokens-file", tokens}, "at least 16 bytes"},
+		"bad upstreams":             {[]string{"--mcp", "--allow-anonymous", "--mcp-upstreams", upstreams}, `name "Bad"`},
+		"bad denied mode":           {[]string{"--mcp", "--allow-anonymous", "--mcp-denied-tools", "grey"}, `not "grey"`},
+		"negative token cache TTL": {[]string{"--mcp", "--allow-anonymous", "--auth-token-cache-ttl", "-1s"},
+			"--auth-token-cache-ttl must not be negative"},
+		"OIDC without audience": {[]string{"--auth-oidc-issuer-url", "https://issuer.example"}, "an issuer URL and an audience are required"},
 	} {
 		args := append([]string{"--workspace", ws, "--listen", "127.0.0.1:0"}, tc.args...)
 		err := run(context.Background(), args, io.Discard, io.Discard)
@@ -86,7 +90,7 @@ func TestTheGatewayBinaryServesMCP(t *testing.T) {
 		}
 	}
 	g := startGateway(t, bin, "--listen", "127.0.0.1:0", "--workspace", ws, "--policies", policies,
-		"--mcp", "--mcp-tokens-file", filepath.Join(tmp, "tokens.yaml"))
+		"--mcp", "--auth-tokens-file", filepath.Join(tmp, "tokens.yaml"))
 
 	resp, err := http.Post(g.base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	if err != nil {
@@ -136,24 +140,19 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// TestMCPTokenCacheTTLBoundsRevocation proves against a real API server
-// what --mcp-token-cache-ttl bounds: two callers' ServiceAccount tokens are
+// TestTokenCacheTTLBoundsRevocation proves against a real API server
+// what --auth-token-cache-ttl bounds: two callers' ServiceAccount tokens are
 // accepted; once both ServiceAccounts are deleted, the caller behind a TTL
 // of 0 is refused as soon as the API server refuses the token (it caches
 // successful authentications itself for a few seconds), while the caller
 // behind a TTL of a minute is still accepted then.
-func TestMCPTokenCacheTTLBoundsRevocation(t *testing.T) {
+func TestTokenCacheTTLBoundsRevocation(t *testing.T) {
 	env := testenv.Start(t)
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	srv, err := gateway.New(gateway.Options{Workspace: t.TempDir(), Audit: audit.NewJSONSink(io.Discard), Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
 	ctx := t.Context()
 	// initialize asks h to open an MCP session with token; it returns the status.
 	initialize := func(h http.Handler, token string) int {
@@ -173,24 +172,12 @@ func TestMCPTokenCacheTTLBoundsRevocation(t *testing.T) {
 	}
 	callers := map[string]*caller{}
 	for sa, ttl := range map[string]time.Duration{"uncached": 0, "cached": time.Minute} {
-		if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx,
-			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa,
-			&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{DefaultMCPAudience}}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := mcpFlags{enabled: true, audience: DefaultMCPAudience, deniedTools: "mark", tokenCacheTTL: ttl}
-		h, err := m.handler(srv, nil, cs.AuthenticationV1().TokenReviews(), logger)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if code := initialize(h, tr.Status.Token); code != http.StatusOK {
+		token := serviceAccountToken(t, cs, sa, DefaultAudience)
+		h, _ := clusterGateway(t, cs, ttl, logger)
+		if code := initialize(h, token); code != http.StatusOK {
 			t.Fatalf("%s: initialize with a valid token: %d, want 200", sa, code)
 		}
-		callers[sa] = &caller{h: h, token: tr.Status.Token}
+		callers[sa] = &caller{h: h, token: token}
 	}
 	for sa := range callers {
 		if err := cs.CoreV1().ServiceAccounts("default").Delete(ctx, sa, metav1.DeleteOptions{}); err != nil {
@@ -209,5 +196,109 @@ func TestMCPTokenCacheTTLBoundsRevocation(t *testing.T) {
 		if code := initialize(callers["cached"].h, callers["cached"].token); code != http.StatusOK {
 			t.Errorf("cached caller within its minute: %d, want 200 (from the cache)", code)
 		}
+	}
+}
+
+// serviceAccountToken creates the ServiceAccount default/name and returns a
+// token of it bound to audience.
+func serviceAccountToken(t *testing.T, cs kubernetes.Interface, name, audience string) string {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name,
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{Audiences: []string{audience}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// clusterGateway is the gateway's handler (with /mcp) as cluster mode wires
+// it: callers authenticated by TokenReview with the default audience.
+func clusterGateway(t *testing.T, cs kubernetes.Interface, ttl time.Duration, logger *slog.Logger) (http.Handler, *gateway.Server) {
+	t.Helper()
+	a := authFlags{audience: DefaultAudience, tokenCacheTTL: ttl}
+	callers, err := a.build(cs.AuthenticationV1().TokenReviews(), logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gateway.New(gateway.Options{Workspace: t.TempDir(), Audit: audit.NewJSONSink(io.Discard), Logger: logger, Callers: callers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	m := mcpFlags{enabled: true, deniedTools: "mark"}
+	h, err := m.handler(srv, nil, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, srv
+}
+
+// TestServiceAccountCallersAgainstARealAPIServer: two ServiceAccounts call
+// POST /v1/decisions with their tokens (reviewed by a real kube-apiserver);
+// a ContractPolicy binding only one of them denies that one's reads and not
+// the other's. Neither can pose as the other by senderId, a token for
+// another audience and a missing token are refused.
+func TestServiceAccountCallersAgainstARealAPIServer(t *testing.T) {
+	env := testenv.Start(t)
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	h, srv := clusterGateway(t, cs, time.Minute, logger)
+	policies, err := policyfile.Parse([]byte(`apiVersion: policy.toolhooks.dev/v1alpha1
+kind: ContractPolicy
+metadata: {name: restricted-only, namespace: default}
+spec:
+  subjects: {senders: ["system:serviceaccount:default:restricted"]}
+  allowedPaths: ["/nonexistent-root"]
+`), "policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, outcomes := compile.Compile(compile.Gateway{Namespace: "default"}, policies)
+	for _, o := range outcomes {
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+	}
+	if _, err := srv.Apply(t.Context(), cfg, "test"); err != nil {
+		t.Fatal(err)
+	}
+	restricted := serviceAccountToken(t, cs, "restricted", DefaultAudience)
+	free := serviceAccountToken(t, cs, "free", DefaultAudience)
+	otherAudience := serviceAccountToken(t, cs, "free", "someone-else")
+	decide := func(token, body string) (int, string) {
+		r := httptest.NewRequest(http.MethodPost, "/v1/decisions", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+	read := `{"sessionId":"s","tool":"read_file","arguments":{"path":"a.txt"}}`
+	if code, body := decide(restricted, read); code != http.StatusOK || !strings.Contains(body, `"allowed":false`) ||
+		!strings.Contains(body, "restricted-only") {
+		t.Errorf("restricted caller: %d %s, want a denial by restricted-only", code, body)
+	}
+	if code, body := decide(free, read); code != http.StatusOK || !strings.Contains(body, `"allowed":true`) {
+		t.Errorf("free caller: %d %s, want allowed", code, body)
+	}
+	spoof := `{"sessionId":"s","senderId":"system:serviceaccount:default:free","tool":"read_file","arguments":{"path":"a.txt"}}`
+	if code, body := decide(restricted, spoof); code != http.StatusBadRequest {
+		t.Errorf("restricted caller posing as free: %d %s, want 400", code, body)
+	}
+	if code, _ := decide(otherAudience, read); code != http.StatusUnauthorized {
+		t.Errorf("token of another audience: %d, want 401", code)
+	}
+	if code, _ := decide("", read); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", code)
 	}
 }

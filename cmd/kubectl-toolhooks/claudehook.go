@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/user"
 
 	"github.com/spf13/cobra"
 
@@ -50,13 +49,6 @@ PostToolUse events are checked and exit 0: the gateway audits each call when it 
 			if o.Token == "" {
 				o.Token = os.Getenv(envGatewayToken)
 			}
-			if o.Sender == "" {
-				if u, err := user.Current(); err == nil {
-					o.Sender = u.Username
-				} else {
-					o.Sender = os.Getenv("USER")
-				}
-			}
 			code := claudehook.Run(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr(), o)
 			if code != claudehook.ExitAllow {
 				return &exitError{code: code}
@@ -67,7 +59,7 @@ PostToolUse events are checked and exit 0: the gateway audits each call when it 
 	fl := cmd.Flags()
 	fl.StringVar(&o.Gateway, "gateway", "", "gateway base URL (default $"+envGateway+")")
 	fl.StringVar(&o.Token, "token", "", "bearer token for the gateway (default $"+envGatewayToken+"; prefer the variable: flags show in ps)")
-	fl.StringVar(&o.Sender, "sender", "", "sender id of the calls (default: the OS user)")
+	fl.StringVar(&o.Sender, "sender", "", "sender id of the calls; the gateway refuses one that is not the token's identity (default: none, the gateway uses the token's identity)")
 	fl.StringVar(&o.OnError, "on-error", claudehook.OnErrorDeny, "when the gateway cannot decide: deny or allow")
 	fl.DurationVar(&o.Timeout, "timeout", claudehook.DefaultTimeout, "timeout of one decision request")
 	fl.StringSliceVar(&o.GatewayMCPServers, "gateway-mcp-server", nil,

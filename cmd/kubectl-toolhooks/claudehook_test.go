@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 )
@@ -27,8 +28,12 @@ func TestClaudeHookCommand(t *testing.T) {
 		}
 		writeFile(t, dir, f, strings.ReplaceAll(string(b), "root: /workspace", "root: "+ws))
 	}
+	callers, err := authn.ParseStaticTokens([]byte("tokens: [{identity: dev, token: dev-token-0123456789}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := gateway.New(gateway.Options{Workspace: ws, Audit: audit.SinkFunc(func(_ context.Context, _ audit.Record) error { return nil }),
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: slog.New(slog.DiscardHandler), Callers: &authn.Request{Tokens: callers}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +63,7 @@ func TestClaudeHookCommand(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv(envGateway, "")
-			args := append([]string{"claude-hook", "--gateway", srv.URL, "--sender", "dev"}, c.args...)
+			args := append([]string{"claude-hook", "--gateway", srv.URL, "--sender", "dev", "--token", "dev-token-0123456789"}, c.args...)
 			var out, errOut bytes.Buffer
 			code := runIO(args, strings.NewReader(c.stdin), &out, &errOut)
 			if code != c.wantCode || !strings.Contains(errOut.String(), c.wantStderr) {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/cli"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
@@ -109,8 +110,17 @@ func startDenialsEnv(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(sink.Stop)
+	// Each sender is a caller with its own static token.
+	tokens := "tokens:\n"
+	for _, who := range []string{"alice", "bob", "carol", "dave"} {
+		tokens += "- {identity: " + who + ", token: " + who + "-token-0123456789}\n"
+	}
+	callers, err := authn.ParseStaticTokens([]byte(tokens))
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, err := gateway.New(gateway.Options{Workspace: ws, DenialSink: sink, Logger: slog.New(slog.DiscardHandler),
-		Audit: audit.SinkFunc(func(context.Context, audit.Record) error { return nil })})
+		Audit: audit.SinkFunc(func(context.Context, audit.Record) error { return nil }), Callers: &authn.Request{Tokens: callers}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +132,14 @@ func startDenialsEnv(t *testing.T) string {
 	t.Cleanup(srv.Close)
 	decide := func(session, sender, tool, args string, wantAllowed bool) {
 		t.Helper()
-		body := fmt.Sprintf(`{"sessionId":%q,"senderId":%q,"tool":%q,"arguments":%s}`, session, sender, tool, args)
-		resp, err := http.Post(srv.URL+"/v1/decisions", "application/json", strings.NewReader(body))
+		body := fmt.Sprintf(`{"sessionId":%q,"tool":%q,"arguments":%s}`, session, tool, args)
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/decisions", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+sender+"-token-0123456789")
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

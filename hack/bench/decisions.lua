@@ -13,7 +13,7 @@ local requests = {}
 local n = 0
 -- The requests are formatted in init, after wrk has set the Host header.
 function init(args)
-  local headers = {["Content-Type"] = "application/json"}
+  local headers = {["Content-Type"] = "application/json", ["Authorization"] = "Bearer bench-decisions-token-0123456789"}
   for s = 0, 63 do
     for _, c in ipairs(calls) do
       local body = string.format('{"sessionId":"session-%d","senderId":"agent","tool":"%s","arguments":%s}', s, c[1], c[2])

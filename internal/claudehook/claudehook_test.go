@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/claudehook"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
@@ -41,7 +42,12 @@ func startGateway(t testing.TB, policyFile string, wrap func(http.Handler) http.
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "policies.yaml"), strings.ReplaceAll(string(body), "WORKSPACE", ws))
 	al := &audit.Memory{}
-	s, err := gateway.New(gateway.Options{Workspace: ws, Audit: al, Logger: slog.New(slog.DiscardHandler)})
+	callers, err := authn.ParseStaticTokens([]byte("tokens: [{identity: dev, token: " + devToken + "}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := gateway.New(gateway.Options{Workspace: ws, Audit: al, Logger: slog.New(slog.DiscardHandler),
+		Callers: &authn.Request{Tokens: callers}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +96,9 @@ func runHook(t *testing.T, stdin string, o claudehook.Options) outcome {
 	return outcome{code: code, stderr: stderr.String()}
 }
 
+// devToken is the test gateway's caller "dev"'s bearer token.
+const devToken = "claude-hook-test-token-0123456789"
+
 func TestRecordedPayloadsAgainstARealGateway(t *testing.T) {
 	g := startGateway(t, "policies.yaml", nil)
 	cases := []struct {
@@ -114,7 +123,7 @@ func TestRecordedPayloadsAgainstARealGateway(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
 			before := len(g.audit.Records())
-			got := runHook(t, payload(t, c.file, g.ws), claudehook.Options{Gateway: g.url, Sender: "dev"})
+			got := runHook(t, payload(t, c.file, g.ws), claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken})
 			if got.code != c.wantCode {
 				t.Fatalf("exit code %d, want %d; stderr:\n%s", got.code, c.wantCode, got.stderr)
 			}
@@ -155,13 +164,13 @@ func TestGlobOutsideTheWorkspaceIsDenied(t *testing.T) {
 	g := startGateway(t, "policies.yaml", nil)
 	for _, pattern := range []string{"/etc/**", "../../../../../etc/*", "/**/id_rsa"} {
 		in := `{"session_id":"s","cwd":"` + g.ws + `","hook_event_name":"PreToolUse","tool_name":"Glob","tool_input":{"pattern":"` + pattern + `"}}`
-		got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev"})
+		got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken})
 		if got.code != 2 || !strings.Contains(got.stderr, "rule workspaceOnly") {
 			t.Errorf("Glob %q: exit %d stderr %q; want a workspaceOnly denial", pattern, got.code, got.stderr)
 		}
 	}
 	in := `{"session_id":"s","cwd":"` + g.ws + `","hook_event_name":"PreToolUse","tool_name":"Glob","tool_input":{"pattern":"config/**/*.yaml"}}`
-	if got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev"}); got.code != 0 {
+	if got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken}); got.code != 0 {
 		t.Errorf("Glob inside the workspace: exit %d stderr %q", got.code, got.stderr)
 	}
 }
@@ -169,13 +178,13 @@ func TestGlobOutsideTheWorkspaceIsDenied(t *testing.T) {
 func TestGatewayMCPServerIsNotAskedTwice(t *testing.T) {
 	g := startGateway(t, "policies.yaml", nil)
 	in := payload(t, "pre_mcp_denied.json", g.ws) // mcp__github__delete_repository
-	got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", GatewayMCPServers: []string{"toolhooks", "github"}})
+	got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken, GatewayMCPServers: []string{"toolhooks", "github"}})
 	if got.code != 0 || len(g.audit.Records()) != 0 {
 		t.Fatalf("a tool of the gateway's own MCP server: exit %d stderr %q, %d gateway calls; want 0 and none",
 			got.code, got.stderr, len(g.audit.Records()))
 	}
 	for _, servers := range [][]string{{"githu"}, {"github_"}, {"GitHub"}, {""}} {
-		got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", GatewayMCPServers: servers})
+		got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken, GatewayMCPServers: servers})
 		if got.code != 2 {
 			t.Errorf("servers %q: exit %d, want the gateway's denial", servers, got.code)
 		}
@@ -185,7 +194,7 @@ func TestGatewayMCPServerIsNotAskedTwice(t *testing.T) {
 func TestBashCwdOutsideTheWorkspaceIsDenied(t *testing.T) {
 	g := startGateway(t, "policies.yaml", nil)
 	in := strings.Replace(payload(t, "pre_bash_git_status.json", g.ws), `"cwd":"`+g.ws+`"`, `"cwd":"/"`, 1)
-	got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev"})
+	got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken})
 	if got.code != 2 || !strings.Contains(got.stderr, "rule workspaceOnly") {
 		t.Fatalf("git status run from / gave exit %d, stderr %q; want a workspaceOnly denial", got.code, got.stderr)
 	}
@@ -203,7 +212,7 @@ func TestReadOnlyPolicyMapsClaudeToolsSafely(t *testing.T) {
 	}
 	for file, want := range cases {
 		t.Run(file, func(t *testing.T) {
-			got := runHook(t, payload(t, file, g.ws), claudehook.Options{Gateway: g.url, Sender: "dev"})
+			got := runHook(t, payload(t, file, g.ws), claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken})
 			if got.code != want {
 				t.Fatalf("exit %d, want %d; stderr %q", got.code, want, got.stderr)
 			}
@@ -252,7 +261,7 @@ func TestGatewayFailuresDenyByDefault(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := runHook(t, in, claudehook.Options{Gateway: c.url, Sender: "dev", OnError: c.onError})
+			got := runHook(t, in, claudehook.Options{Gateway: c.url, Sender: "dev", Token: devToken, OnError: c.onError})
 			if got.code != c.wantCode || !strings.Contains(got.stderr, c.wantStderr) {
 				t.Fatalf("exit %d stderr %q; want exit %d and %q", got.code, got.stderr, c.wantCode, c.wantStderr)
 			}
@@ -282,7 +291,7 @@ func TestMalformedInputDenies(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			// Even --on-error=allow does not let bad input through.
-			got := runHook(t, c.stdin, claudehook.Options{Gateway: g.url, Sender: "dev", OnError: claudehook.OnErrorAllow})
+			got := runHook(t, c.stdin, claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken, OnError: claudehook.OnErrorAllow})
 			if got.code != 2 || !strings.Contains(got.stderr, c.want) || !strings.Contains(got.stderr, "denying") {
 				t.Fatalf("exit %d stderr %q; want exit 2 with %q", got.code, got.stderr, c.want)
 			}
@@ -295,7 +304,7 @@ func TestMalformedInputDenies(t *testing.T) {
 
 func TestPostToolUseExitsZeroWithoutAskingTheGateway(t *testing.T) {
 	g := startGateway(t, "policies.yaml", nil)
-	got := runHook(t, payload(t, "post_bash.json", g.ws), claudehook.Options{Gateway: g.url, Sender: "dev"})
+	got := runHook(t, payload(t, "post_bash.json", g.ws), claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken})
 	if got.code != 0 || got.stderr != "" {
 		t.Fatalf("PostToolUse: exit %d stderr %q", got.code, got.stderr)
 	}
@@ -304,8 +313,10 @@ func TestPostToolUseExitsZeroWithoutAskingTheGateway(t *testing.T) {
 	}
 }
 
-func TestBearerTokenIsSent(t *testing.T) {
-	const token = "claude-hook-test-token-0123456789"
+// TestBearerTokenIsChecked: the gateway checks --token: the caller's token
+// makes the call, none or a wrong one is refused (and the hook denies), and
+// a --sender other than the token's identity is refused too.
+func TestBearerTokenIsChecked(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	g := startGateway(t, "policies.yaml", func(next http.Handler) http.Handler {
@@ -313,26 +324,32 @@ func TestBearerTokenIsSent(t *testing.T) {
 			mu.Lock()
 			seen = append(seen, r.Header.Get("Authorization"))
 			mu.Unlock()
-			if r.Header.Get("Authorization") != "Bearer "+token {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusUnauthorized)
-				_, _ = io.WriteString(w, `{"error":"unauthenticated"}`)
-				return
-			}
 			next.ServeHTTP(w, r)
 		})
 	})
 	in := payload(t, "pre_read_allowed.json", g.ws)
-	if got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev", Token: token}); got.code != 0 {
+	if got := runHook(t, in, claudehook.Options{Gateway: g.url, Token: devToken}); got.code != 0 {
 		t.Fatalf("with the token: exit %d stderr %q", got.code, got.stderr)
 	}
-	got := runHook(t, in, claudehook.Options{Gateway: g.url, Sender: "dev"})
-	if got.code != 2 || !strings.Contains(got.stderr, "401") {
-		t.Fatalf("without the token: exit %d stderr %q; want a deny naming the 401", got.code, got.stderr)
+	if recs := g.audit.Records(); len(recs) != 1 || recs[0].SenderID != "dev" {
+		t.Fatalf("audit %+v, want one call of sender dev (the token's identity)", recs)
+	}
+	for name, o := range map[string]claudehook.Options{
+		"no token":       {Gateway: g.url, Sender: "dev"},
+		"a wrong token":  {Gateway: g.url, Token: "not-the-token-0123456789"},
+		"another sender": {Gateway: g.url, Token: devToken, Sender: "root"},
+	} {
+		got := runHook(t, in, o)
+		if got.code != 2 || !strings.Contains(got.stderr, "40") {
+			t.Errorf("%s: exit %d stderr %q; want a deny naming the 4xx", name, got.code, got.stderr)
+		}
+	}
+	if n := len(g.audit.Records()); n != 1 {
+		t.Errorf("refused calls reached the hooks: %d audit records", n)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(seen) != 2 || seen[0] != "Bearer "+token || seen[1] != "" {
+	if len(seen) != 4 || seen[0] != "Bearer "+devToken || seen[1] != "" {
 		t.Errorf("Authorization headers %q", seen)
 	}
 }
@@ -428,7 +445,7 @@ func BenchmarkRunPreToolUse(b *testing.B) {
 				b.Fatal(err)
 			}
 			in := strings.ReplaceAll(string(body), "${WORKSPACE}", g.ws)
-			o := claudehook.Options{Gateway: g.url, Sender: "dev"}
+			o := claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken}
 			b.ReportAllocs()
 			for b.Loop() {
 				claudehook.Run(b.Context(), strings.NewReader(in), io.Discard, o)

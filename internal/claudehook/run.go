@@ -43,7 +43,8 @@ type Options struct {
 	Gateway string
 	// Token, when set, is sent as "Authorization: Bearer <token>".
 	Token string
-	// Sender is the calls' sender id.
+	// Sender, when set, is sent as the calls' sender id, which the gateway
+	// requires to be the token's verified identity; empty leaves it to the gateway.
 	Sender string
 	// OnError is OnErrorDeny (the default when empty) or OnErrorAllow.
 	OnError string

@@ -18,8 +18,10 @@ import (
 // "arguments", rule InvalidArguments), so that the attempt is audited and
 // counted like every other denial.
 type ToolCallRequest struct {
-	SessionID     string          `json:"sessionId"`
-	ChannelID     string          `json:"channelId"`
+	SessionID string `json:"sessionId"`
+	ChannelID string `json:"channelId"`
+	// SenderID, when given, must be the authenticated caller's username
+	// (the call's sender is always that caller); another name is answered 400.
 	SenderID      string          `json:"senderId"`
 	CorrelationID string          `json:"correlationId"`
 	Tool          string          `json:"tool"`
@@ -103,6 +105,9 @@ type ReadyResponse struct {
 	// Sandbox describes how the processes tools start are confined, e.g.
 	// "landlock ABI 7", "off: ..." or "unavailable: ..." (tools refused).
 	Sandbox string `json:"sandbox,omitempty"`
+	// AnonymousCallers is true when callers without a token are accepted
+	// (as system:anonymous).
+	AnonymousCallers bool `json:"anonymousCallers,omitempty"`
 }
 
 func denialOf(d *hooks.Decision) *Denial {

@@ -3,11 +3,12 @@ package gateway
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/toolhooks/toolhooks/internal/authn"
 )
 
 // Authentication errors. An Authenticator returns an error wrapping
@@ -15,9 +16,9 @@ import (
 // answered 401 too.
 var (
 	// ErrUnauthenticated: the request carries no valid credentials.
-	ErrUnauthenticated = errors.New("unauthenticated")
+	ErrUnauthenticated = authn.ErrUnauthenticated
 	// ErrForbidden: the credentials are valid but not those of the configuration pusher.
-	ErrForbidden = errors.New("forbidden")
+	ErrForbidden = authn.ErrForbidden
 )
 
 // Authenticator decides whether a request may push a configuration
@@ -34,7 +35,7 @@ type AuthenticatorFunc func(r *http.Request) (string, error)
 func (f AuthenticatorFunc) Authenticate(r *http.Request) (string, error) { return f(r) }
 
 // MinStaticTokenLength is the shortest token StaticToken accepts.
-const MinStaticTokenLength = 16
+const MinStaticTokenLength = authn.MinStaticTokenLength
 
 // StaticToken authenticates requests bearing one shared bearer token, for
 // standalone use. The comparison is constant-time.

@@ -243,8 +243,22 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
-// decodeCall reads a ToolCallRequest, answering 4xx itself when it cannot.
+// decodeCall authenticates the caller and reads a ToolCallRequest whose
+// sender is that caller, answering 4xx itself when it cannot.
 func (s *Server) decodeCall(w http.ResponseWriter, r *http.Request) (*hooks.Call, bool) {
+	id, ok := s.identify(w, r)
+	if !ok {
+		return nil, false
+	}
+	call, ok := s.decodeBodyCall(w, r)
+	if !ok || !bindCaller(w, call, id) {
+		return nil, false
+	}
+	return call, true
+}
+
+// decodeBodyCall reads a ToolCallRequest, answering 4xx itself when it cannot.
+func (s *Server) decodeBodyCall(w http.ResponseWriter, r *http.Request) (*hooks.Call, bool) {
 	if status, err := checkContentType(r); err != nil {
 		writeError(w, status, err.Error())
 		return nil, false

@@ -95,12 +95,12 @@ func strictCall(s *Server, body []byte) (*hooks.Call, int, string) {
 	return nil, rec.Code, rec.Body.String()
 }
 
-// decodedCall runs decodeCall, with the fast decoder, on body.
+// decodedCall runs decodeBodyCall, with the fast decoder, on body.
 func decodedCall(s *Server, body []byte) (*hooks.Call, int, string) {
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodPost, "/v1/decisions", bytes.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
-	call, ok := s.decodeCall(rec, r)
+	call, ok := s.decodeBodyCall(rec, r)
 	if !ok {
 		return nil, rec.Code, rec.Body.String()
 	}

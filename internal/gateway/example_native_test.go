@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -55,6 +56,8 @@ func ExampleOptions_native() {
 		Audit:     audit.SinkFunc(func(context.Context, audit.Record) error { return nil }),
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Native:    native.Entries(),
+		// Callers without a token are accepted as system:anonymous (development only).
+		Callers: &authn.Request{AllowAnonymous: true},
 	})
 	if err != nil {
 		panic(err)

@@ -42,6 +42,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
@@ -91,6 +92,10 @@ type Options struct {
 	Audit audit.Sink
 	// Authenticator authenticates configuration pushes; nil refuses every push.
 	Authenticator Authenticator
+	// Callers authenticates the callers of POST /v1/tool-calls and POST
+	// /v1/decisions; the verified identity becomes the call's sender
+	// (Call.SenderID and Call.Caller). nil refuses every call (401).
+	Callers *authn.Request
 	// DenialSink is told of every denial and warn-mode would-deny, off the
 	// request path; nil tells no one.
 	DenialSink DenialSink

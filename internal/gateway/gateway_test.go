@@ -286,7 +286,7 @@ func TestBadRequestsGetAClearJSONError(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			status, body := e.do(tc.method, tc.path, tc.ctype, []byte(tc.body), nil)
+			status, body := e.do(tc.method, tc.path, tc.ctype, []byte(tc.body), map[string]string{"Authorization": "Bearer " + agentToken})
 			var er gateway.ErrorResponse
 			if err := json.Unmarshal(body, &er); err != nil || er.Error == "" {
 				t.Errorf("body %q is not a JSON error", body)

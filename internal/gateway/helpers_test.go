@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
@@ -21,6 +22,23 @@ import (
 )
 
 const testToken = "0123456789abcdef-test-token"
+
+// Callers' tokens: the env's calls are made as "agent".
+const (
+	agentToken = "agent-token-0123456789"
+	otherToken = "other-token-0123456789"
+)
+
+// testCallers authenticates "agent" and "other" (group "team") by static tokens.
+func testCallers(t testing.TB) *authn.Request {
+	t.Helper()
+	st, err := authn.ParseStaticTokens([]byte("tokens:\n- {identity: agent, token: " + agentToken + "}\n" +
+		"- {identity: other, token: " + otherToken + ", groups: [team]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &authn.Request{Tokens: st}
+}
 
 // env is a gateway under test behind a real HTTP server on loopback.
 type env struct {
@@ -52,7 +70,7 @@ func newEnv(t *testing.T, mutate func(*gateway.Options)) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, ws: ws, audit: &audit.Memory{}}
-	opts := gateway.Options{Workspace: ws, Audit: e.audit, Authenticator: tok, Logger: discardLogger()}
+	opts := gateway.Options{Workspace: ws, Audit: e.audit, Authenticator: tok, Callers: testCallers(t), Logger: discardLogger()}
 	if mutate != nil {
 		mutate(&opts)
 	}
@@ -91,13 +109,24 @@ func (e *env) do(method, path, contentType string, body []byte, header map[strin
 	return resp.StatusCode, b
 }
 
+// post POSTs v as JSON, as the caller "agent".
 func (e *env) post(path string, v any) (int, []byte) {
+	e.t.Helper()
+	return e.postAs(agentToken, path, v)
+}
+
+// postAs POSTs v as JSON with the bearer token tok ("" for none).
+func (e *env) postAs(tok, path string, v any) (int, []byte) {
 	e.t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.do(http.MethodPost, path, "application/json", b, nil)
+	var h map[string]string
+	if tok != "" {
+		h = map[string]string{"Authorization": "Bearer " + tok}
+	}
+	return e.do(http.MethodPost, path, "application/json", b, h)
 }
 
 // call makes a tool call that must be answered 200.

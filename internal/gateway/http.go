@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
@@ -122,6 +123,36 @@ func (s *Server) record(api string, call *hooks.Call, res *hooks.Result, hookTim
 	s.denials.report(call, res)
 }
 
+// identify authenticates the caller of call (decoded from r's body) and
+// makes it the call's sender, answering 401 (403) itself when the caller
+// is not authenticated and 400 when the body's senderId names someone else.
+func (s *Server) identify(w http.ResponseWriter, r *http.Request) (*hooks.Identity, bool) {
+	id, err := s.opts.Callers.Authenticate(r)
+	if err != nil {
+		status := http.StatusUnauthorized
+		if errors.Is(err, authn.ErrForbidden) {
+			status = http.StatusForbidden
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolhooks-gateway"`)
+		}
+		s.metrics.unauthenticated.Inc()
+		writeError(w, status, err.Error())
+		return nil, false
+	}
+	return id, true
+}
+
+// bindCaller makes id the call's sender; a body senderId naming anyone else
+// is answered 400 (false).
+func bindCaller(w http.ResponseWriter, call *hooks.Call, id *hooks.Identity) bool {
+	if call.SenderID != "" && call.SenderID != id.Username {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("senderId %q is not the authenticated caller %q; omit senderId", call.SenderID, id.Username))
+		return false
+	}
+	call.SenderID, call.Caller = id.Username, id
+	return true
+}
+
 // decodeBody requires Content-Type application/json and decodes one JSON
 // value (see decodeJSON) from the body, returning the status to answer on error.
 func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) (int, error) {
@@ -176,11 +207,12 @@ func (readCloser) Close() error { return nil }
 
 func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	st := s.Status()
+	anonymous := s.opts.Callers != nil && s.opts.Callers.AllowAnonymous
 	if reason := s.NotReadyReason(); reason != "" {
-		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Revision: st.Revision, Reason: reason, Sandbox: s.opts.Sandbox.Status()})
+		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Revision: st.Revision, Reason: reason, Sandbox: s.opts.Sandbox.Status(), AnonymousCallers: anonymous})
 		return
 	}
-	writeJSON(w, http.StatusOK, ReadyResponse{Ready: true, Revision: st.Revision, Sandbox: s.opts.Sandbox.Status()})
+	writeJSON(w, http.StatusOK, ReadyResponse{Ready: true, Revision: st.Revision, Sandbox: s.opts.Sandbox.Status(), AnonymousCallers: anonymous})
 }
 
 func (s *Server) handleGetConfig(w http.ResponseWriter, _ *http.Request) {

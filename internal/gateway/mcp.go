@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
@@ -27,3 +28,7 @@ func (s *Server) ToolTraits() gatewayconfig.ToolTraits { return s.opts.ToolTrait
 
 // DenialOf converts an executor decision into the API's denial (nil for nil).
 func DenialOf(d *hooks.Decision) *Denial { return denialOf(d) }
+
+// Callers is the authenticator of every API's callers (Options.Callers),
+// which the MCP endpoint shares.
+func (s *Server) Callers() *authn.Request { return s.opts.Callers }

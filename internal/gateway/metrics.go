@@ -59,6 +59,8 @@ type metrics struct {
 	rejections     *prometheus.CounterVec
 	droppedDenials prometheus.Counter
 	auditErrors    prometheus.Counter
+	// unauthenticated counts calls refused for want of a verified caller.
+	unauthenticated prometheus.Counter
 
 	// decisionByAPI are the decision histogram's series of the APIs,
 	// looked up once (the histogram is never reset).
@@ -122,12 +124,16 @@ func newMetrics(reg prometheus.Registerer, toolNames, nativeHooks []string) (*me
 			Name: "toolhooks_audit_write_errors_total",
 			Help: "Audit records that could not be written (an allowed call's decision record failing denies the call).",
 		}),
+		unauthenticated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolhooks_caller_authentication_failures_total",
+			Help: "Calls to POST /v1/tool-calls and /v1/decisions refused because the caller was not authenticated.",
+		}),
 		tools:     newBoundedLabel(MaxLabelValues),
 		hookNames: newBoundedLabel(MaxLabelValues),
 		builtins:  toolNames,
 	}
 	for _, c := range []prometheus.Collector{m.calls, m.denials, m.warnings, m.decision, m.toolDuration, m.revision,
-		m.issuedAt, m.hooks, m.rejections, m.droppedDenials, m.auditErrors} {
+		m.issuedAt, m.hooks, m.rejections, m.droppedDenials, m.auditErrors, m.unauthenticated} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

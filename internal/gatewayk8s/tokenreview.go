@@ -8,14 +8,15 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 // TokenReview authenticates configuration pushes by asking the API server to
@@ -34,28 +35,42 @@ type TokenReview struct {
 	Timeout time.Duration
 }
 
-var _ gateway.Authenticator = (*TokenReview)(nil)
+var (
+	_ gateway.Authenticator = (*TokenReview)(nil)
+	_ authn.Authenticator   = (*TokenReview)(nil)
+)
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch,namespace=system
 
-// Authenticate reviews the request's bearer token.
+// Authenticate reviews the request's bearer token (configuration pushes).
 func (t *TokenReview) Authenticate(r *http.Request) (string, error) {
-	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+	token, err := authn.Bearer(r.Header.Get("Authorization"))
+	if err != nil {
 		return "", fmt.Errorf("%w: no bearer token", gateway.ErrUnauthenticated)
 	}
+	id, _, err := t.AuthenticateToken(r.Context(), token)
+	if id == nil {
+		return "", err
+	}
+	return id.Username, err
+}
+
+// AuthenticateToken reviews token and returns its user (callers of every
+// API, when AnyUser). A token the API server does not authenticate is
+// refused, never passed on to another authenticator.
+func (t *TokenReview) AuthenticateToken(ctx context.Context, token string) (*hooks.Identity, time.Time, error) {
 	timeout := t.Timeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	review, err := t.Client.Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{
-		Token: strings.TrimSpace(token), Audiences: []string{t.Audience},
+		Token: token, Audiences: []string{t.Audience},
 	}}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("%w: token review failed: %w", gateway.ErrUnauthenticated, err)
+		return nil, time.Time{}, fmt.Errorf("%w: token review failed: %w", gateway.ErrUnauthenticated, err)
 	}
 	st := review.Status
 	if !st.Authenticated {
@@ -63,13 +78,20 @@ func (t *TokenReview) Authenticate(r *http.Request) (string, error) {
 		if reason == "" {
 			reason = "token not authenticated"
 		}
-		return "", fmt.Errorf("%w: %s", gateway.ErrUnauthenticated, reason)
+		return nil, time.Time{}, fmt.Errorf("%w: %s", gateway.ErrUnauthenticated, reason)
+	}
+	id := &hooks.Identity{Username: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
+	if len(st.User.Extra) > 0 {
+		id.Extra = make(map[string][]string, len(st.User.Extra))
+		for k, v := range st.User.Extra {
+			id.Extra[k] = v
+		}
 	}
 	if !slices.Contains(st.Audiences, t.Audience) {
-		return st.User.Username, fmt.Errorf("%w: token is not bound to audience %q", gateway.ErrUnauthenticated, t.Audience)
+		return id, time.Time{}, fmt.Errorf("%w: token is not bound to audience %q", gateway.ErrUnauthenticated, t.Audience)
 	}
 	if !t.AnyUser && !slices.Contains(t.Allowed, st.User.Username) {
-		return st.User.Username, fmt.Errorf("%w: %s may not push configuration", gateway.ErrForbidden, st.User.Username)
+		return id, time.Time{}, fmt.Errorf("%w: %s may not push configuration", gateway.ErrForbidden, st.User.Username)
 	}
-	return st.User.Username, nil
+	return id, time.Time{}, nil
 }

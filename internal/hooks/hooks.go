@@ -46,11 +46,16 @@ type PolicyRef struct {
 // Call is one tool call and the seed's hook context. Args is the one canonical
 // parsed argument object: hooks decide on it and the tool receives it.
 type Call struct {
-	SessionID     string
-	ChannelID     string
+	SessionID string
+	ChannelID string
+	// SenderID is the caller's username (Caller.Username) when the caller
+	// was authenticated.
 	SenderID      string
 	CorrelationID string
-	Tool          string
+	// Caller is the verified identity of whoever made the call; nil when the
+	// call did not come through an authenticated API (tests, the CLI's eval).
+	Caller *Identity
+	Tool   string
 	// Args is the parsed argument object (never nil after NewCall; {} when absent).
 	Args map[string]any
 	// ArgsJSON is the raw argument text as received (for plain hooks and lengths).

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/mcpgate"
@@ -89,8 +90,12 @@ func benchGateway(b *testing.B, upstreamURL string, reg *prometheus.Registry) st
 	if err != nil {
 		b.Fatal(err)
 	}
+	toks, err := authn.ParseStaticTokens([]byte(tokensYAML))
+	if err != nil {
+		b.Fatal(err)
+	}
 	srv, err := gateway.New(gateway.Options{Workspace: ws, Audit: audit.NewJSONSink(io.Discard), Logger: discard(),
-		Tools: append(builtins, ups.Tools()...), ToolTraits: ups.Traits(), Registry: reg})
+		Tools: append(builtins, ups.Tools()...), ToolTraits: ups.Traits(), Registry: reg, Callers: &authn.Request{Tokens: toks}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -105,11 +110,7 @@ spec:
 	if _, err := srv.Apply(context.Background(), cfg, "bench"); err != nil {
 		b.Fatal(err)
 	}
-	toks, err := mcpgate.ParseStaticTokens([]byte(tokensYAML))
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := mcpgate.NewHandler(mcpgate.Options{Gateway: srv, Upstreams: ups, Authenticator: toks, Logger: discard()})
+	h, err := mcpgate.NewHandler(mcpgate.Options{Gateway: srv, Upstreams: ups, Logger: discard()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -57,19 +57,3 @@ func TestConnectErrors(t *testing.T) {
 		}
 	}
 }
-
-func TestParseStaticTokensErrors(t *testing.T) {
-	for name, tc := range map[string]struct{ yaml, want string }{
-		"empty":         {"tokens: []\n", "no tokens"},
-		"short":         {"tokens:\n- {identity: a, token: short}\n", "at least 16 bytes"},
-		"no identity":   {"tokens:\n- {token: 0123456789abcdef}\n", "identity is required"},
-		"anonymous":     {"tokens:\n- {identity: 'system:anonymous', token: 0123456789abcdef}\n", "reserved"},
-		"duplicate":     {"tokens:\n- {identity: a, token: 0123456789abcdef}\n- {identity: b, token: 0123456789abcdef}\n", "listed twice"},
-		"unknown field": {"tokens:\n- {identity: a, token: 0123456789abcdef, scope: x}\n", `unknown field "scope"`},
-	} {
-		_, err := mcpgate.ParseStaticTokens([]byte(tc.yaml))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want one containing %q", name, err, tc.want)
-		}
-	}
-}

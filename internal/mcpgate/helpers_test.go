@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
@@ -96,7 +97,15 @@ func newEnvIn(t *testing.T, ws string, o envOptions) *env {
 		}
 	}
 	e := &env{t: t, ws: ws, audit: &audit.Memory{}}
-	opts := gateway.Options{Workspace: ws, Audit: e.audit, Logger: discard(), ToolTimeout: o.toolTimeout}
+	opts := gateway.Options{Workspace: ws, Audit: e.audit, Logger: discard(), ToolTimeout: o.toolTimeout,
+		Callers: &authn.Request{AllowAnonymous: o.anonymous}}
+	if !o.noAuth {
+		toks, err := authn.ParseStaticTokens([]byte(tokensYAML))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Callers.Tokens = toks
+	}
 	var ups *mcpgate.Upstreams
 	if o.upstreams != nil {
 		var err error
@@ -118,14 +127,7 @@ func newEnvIn(t *testing.T, ws string, o envOptions) *env {
 	}
 	t.Cleanup(srv.Close)
 	e.srv = srv
-	mo := mcpgate.Options{Gateway: srv, Upstreams: ups, AllowAnonymous: o.anonymous, DeniedTools: o.denied, Logger: discard()}
-	if !o.noAuth {
-		toks, err := mcpgate.ParseStaticTokens([]byte(tokensYAML))
-		if err != nil {
-			t.Fatal(err)
-		}
-		mo.Authenticator = toks
-	}
+	mo := mcpgate.Options{Gateway: srv, Upstreams: ups, DeniedTools: o.denied, Logger: discard()}
 	h, err := mcpgate.NewHandler(mo)
 	if err != nil {
 		t.Fatal(err)

@@ -34,6 +34,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
@@ -61,19 +62,13 @@ const (
 	DeniedHide = "hide"
 )
 
-// Options configure the MCP endpoint. Gateway is required, and Authenticator
-// unless AllowAnonymous.
+// Options configure the MCP endpoint. Gateway is required; its callers'
+// authenticator (gateway.Options.Callers) authenticates MCP requests too.
 type Options struct {
 	// Gateway runs every call.
 	Gateway *gateway.Server
 	// Upstreams are the connected upstream servers; nil for none.
 	Upstreams *Upstreams
-	// Authenticator maps a request's bearer token to the caller's identity
-	// (StaticTokens, or a Cached TokenReview in cluster mode).
-	Authenticator gateway.Authenticator
-	// AllowAnonymous accepts requests without an Authorization header, with
-	// sender AnonymousSender.
-	AllowAnonymous bool
 	// DeniedTools is DeniedMark (default) or DeniedHide.
 	DeniedTools string
 	// SessionIdleTimeout closes MCP sessions idle this long (0: never).
@@ -101,8 +96,8 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.Gateway == nil {
 		return nil, errors.New("mcp: a gateway is required")
 	}
-	if opts.Authenticator == nil && !opts.AllowAnonymous {
-		return nil, errors.New("mcp: callers must authenticate: give a tokens file or run in cluster mode, or allow anonymous callers explicitly")
+	if opts.Gateway.Callers() == nil {
+		return nil, errors.New("mcp: callers must authenticate: the gateway has no authenticator for callers")
 	}
 	switch opts.DeniedTools {
 	case "":
@@ -137,7 +132,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	// no notifications during a call, and it saves work on every call.
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server },
 		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionIdleTimeout, JSONResponse: true})
-	h.http = authMiddleware(opts.Authenticator, opts.AllowAnonymous, strictMessages(streamable))
+	h.http = authMiddleware(opts.Gateway.Callers(), strictMessages(streamable))
 	return h, nil
 }
 
@@ -161,10 +156,12 @@ func (h *Handler) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	call := hooks.NewCall(req.Params.Name, args)
 	call.SessionID = req.Session.ID()
 	call.ChannelID = ChannelID
-	call.SenderID = AnonymousSender
-	if req.Extra != nil && req.Extra.TokenInfo != nil {
-		call.SenderID = req.Extra.TokenInfo.UserID
+	var ti *auth.TokenInfo
+	if req.Extra != nil {
+		ti = req.Extra.TokenInfo
 	}
+	call.Caller = callerOf(ti)
+	call.SenderID = call.Caller.Username
 	ctx, up := withSlot(ctx)
 	res := h.gw.ExecuteMCP(ctx, call)
 	return toResult(&res, up, h.typed[call.Tool]), nil

@@ -173,8 +173,13 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestAnonymousOnlyWhenAllowed(t *testing.T) {
-	if _, err := mcpgate.NewHandler(mcpgate.Options{Gateway: newEnv(t, envOptions{}).srv}); err == nil {
-		t.Fatal("a handler with neither an authenticator nor anonymous callers was built")
+	bare, err := gateway.New(gateway.Options{Workspace: t.TempDir(), Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bare.Close)
+	if _, err := mcpgate.NewHandler(mcpgate.Options{Gateway: bare}); err == nil {
+		t.Fatal("a handler for a gateway without a callers' authenticator was built")
 	}
 	e := newEnv(t, envOptions{anonymous: true})
 	e.apply(codingPolicy)

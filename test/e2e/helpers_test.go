@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,10 +168,28 @@ type callResult struct {
 
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
-// call sends one tool call to the gateway at addr (host:port).
+// callerToken returns a token of the e2e namespace's default ServiceAccount
+// bound to the gateway's callers' audience: the calls' verified identity.
+var callerToken = sync.OnceValues(func() (string, error) {
+	out, err := kubectl("create", "token", "default", "-n", e.namespace, "--audience", "toolhooks.dev/gateway", "--duration", "1h")
+	return strings.TrimSpace(out), err
+})
+
+// call sends one tool call to the gateway at addr (host:port) as the e2e
+// namespace's default ServiceAccount.
 func call(addr, tool, args string) (callResult, error) {
-	body := fmt.Sprintf(`{"sessionId":"e2e","channelId":"e2e","senderId":"e2e-agent","tool":%q,"arguments":%s}`, tool, args)
-	resp, err := httpClient.Post("http://"+addr+"/v1/tool-calls", "application/json", strings.NewReader(body))
+	token, err := callerToken()
+	if err != nil {
+		return callResult{}, fmt.Errorf("creating a caller token: %w", err)
+	}
+	body := fmt.Sprintf(`{"sessionId":"e2e","channelId":"e2e","tool":%q,"arguments":%s}`, tool, args)
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/tool-calls", strings.NewReader(body))
+	if err != nil {
+		return callResult{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		return callResult{}, err
 	}

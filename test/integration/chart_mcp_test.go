@@ -36,8 +36,8 @@ func TestChartMCPValues(t *testing.T) {
 		"gateway.mcp.upstreams[1].http.url=http://tickets:8080/mcp"))
 	pod := gatewayPod(m)
 	args := pod.Containers[0].Args
-	for _, want := range []string{"--mcp", "--mcp-audience=toolhooks.dev/mcp", "--mcp-denied-tools=mark",
-		"--mcp-session-idle-timeout=30m", "--mcp-token-cache-ttl=1m", "--mcp-upstreams=/etc/toolhooks/mcp/upstreams.yaml"} {
+	for _, want := range []string{"--mcp", "--auth-audience=toolhooks.dev/gateway", "--mcp-denied-tools=mark",
+		"--mcp-session-idle-timeout=30m", "--auth-token-cache-ttl=1m", "--mcp-upstreams=/etc/toolhooks/mcp/upstreams.yaml"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("gateway args %q lack %s", args, want)
 		}

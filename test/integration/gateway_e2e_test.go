@@ -68,6 +68,11 @@ func startGateway(t *testing.T, ip string, port int, args ...string) *gatewayPro
 	if err != nil {
 		t.Fatal(err)
 	}
+	tokens := filepath.Join(t.TempDir(), "tokens.yaml")
+	if err := os.WriteFile(tokens, []byte("tokens: [{identity: alice, token: "+aliceToken+"}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args = append(args, "--auth-tokens-file", tokens)
 	g := &gatewayProc{t: t, addr: net.JoinHostPort(ip, strconv.Itoa(port)), args: append([]string{bin}, args...)}
 	g.start()
 	t.Cleanup(g.stop)
@@ -118,10 +123,19 @@ func (g *gatewayProc) readFile(path string) callResult {
 	return g.call("read_file", fmt.Sprintf(`{"path":%q}`, path))
 }
 
+// aliceToken is the callers' static token of the test gateways' caller "alice".
+const aliceToken = "alice-integration-token-0123456789"
+
 func (g *gatewayProc) call(tool, args string) callResult {
 	g.t.Helper()
 	body := fmt.Sprintf(`{"sessionId":"s-1","channelId":"test","senderId":"alice","tool":%q,"arguments":%s}`, tool, args)
-	resp, err := http.Post("http://"+g.addr+"/v1/tool-calls", "application/json", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, "http://"+g.addr+"/v1/tool-calls", strings.NewReader(body))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		g.t.Fatalf("Calling %s: %v", tool, err)
 	}

@@ -169,7 +169,7 @@ func (b *Budgets) reserve(call *hooks.Call, max int) reserveResult {
 	b.maybeSweep(now)
 
 	b.mu.RLock()
-	s := b.sessions[call.SessionID]
+	s := b.sessions[budgetKey(call)]
 	if s != nil {
 		ok := s.tryReserve(max, now)
 		b.mu.RUnlock()
@@ -182,7 +182,7 @@ func (b *Budgets) reserve(call *hooks.Call, max int) reserveResult {
 	b.mu.RUnlock()
 
 	b.mu.Lock()
-	s = b.sessions[call.SessionID]
+	s = b.sessions[budgetKey(call)]
 	if s == nil {
 		if len(b.sessions) >= b.maxSess {
 			b.sweepSessionsLocked(now)
@@ -192,7 +192,7 @@ func (b *Budgets) reserve(call *hooks.Call, max int) reserveResult {
 			return tableFull
 		}
 		s = &session{}
-		b.sessions[call.SessionID] = s
+		b.sessions[budgetKey(call)] = s
 	}
 	ok := s.tryReserve(max, now)
 	b.mu.Unlock()

@@ -109,6 +109,17 @@ func New(cfg Config) (*ContractScope, error) {
 	return h, nil
 }
 
+// budgetKey is the key of call's session budget: the session id scoped by
+// the verified caller, so that a caller reusing another's session id spends,
+// and learns, nothing of the other's budget. Calls without a verified
+// caller (tests, the CLI's eval) are keyed by the session id alone.
+func budgetKey(call *hooks.Call) string {
+	if call.Caller == nil {
+		return call.SessionID
+	}
+	return call.Caller.Username + "\x00" + call.SessionID
+}
+
 // Name returns the hook name.
 func (h *ContractScope) Name() string { return h.name }
 
@@ -126,7 +137,7 @@ func (h *ContractScope) Before(ctx context.Context, call *hooks.Call) (hooks.Ver
 		return hooks.Deny(RuleInvalidContract, fmt.Sprintf(
 			"The contract for session %q has an invalid maxToolCalls (%d)", call.SessionID, c.MaxToolCalls)), nil
 	}
-	if c.MaxToolCalls > 0 && h.budgets.exhausted(call.SessionID, c.MaxToolCalls) {
+	if c.MaxToolCalls > 0 && h.budgets.exhausted(budgetKey(call), c.MaxToolCalls) {
 		return h.overBudget(call, c), nil
 	}
 	if v := h.checkScope(pathguard.MemoFrom(ctx), call, c); !v.Allowed {

@@ -818,7 +818,7 @@ func startGateway(ctx context.Context, o options, tmp, upstreamURL string) (*pro
 	}
 	p := &proc{name: "gateway", url: "http://" + addr + "/mcp", metrics: "http://" + addr + "/metrics"}
 	p.cmd = exec.Command(o.gateway, "--workspace", ws, "--policies", pol, "--listen", addr, "--mcp", //nolint:gosec // the binary to measure
-		"--mcp-tokens-file", filepath.Join(tmp, "tokens.yaml"), "--mcp-upstreams", filepath.Join(tmp, "upstreams.yaml"))
+		"--auth-tokens-file", filepath.Join(tmp, "tokens.yaml"), "--mcp-upstreams", filepath.Join(tmp, "upstreams.yaml"))
 	p.cmd.Env = append(os.Environ(), o.gatewayEnv...)
 	audit, err := os.OpenFile(o.audit, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {

@@ -1,0 +1,144 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolhooks/toolhooks/internal/authn"
+	"github.com/toolhooks/toolhooks/internal/gateway"
+)
+
+// TestCallersMustAuthenticate: every call API refuses a caller without a
+// valid token (401, counted, no audit record, the tool never runs), and a
+// body senderId naming anyone but the verified caller is answered 400.
+func TestCallersMustAuthenticate(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mustPush(compileYAML(t, e.ws, `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: AutonomyPolicy
+metadata: {name: open}
+spec: {}
+`))
+	write := map[string]any{"sessionId": "s", "tool": "write_file", "arguments": map[string]string{"path": "sentinel.txt", "content": "x"}}
+	for _, path := range []string{"/v1/tool-calls", "/v1/decisions"} {
+		for name, tok := range map[string]string{"missing token": "", "unknown token": "forged-token-0123456789", "push token": testToken} {
+			status, body := e.postAs(tok, path, write)
+			if status != http.StatusUnauthorized || !strings.Contains(string(body), "unauthenticated") {
+				t.Errorf("%s %s: answered %d %s, want 401", path, name, status, body)
+			}
+		}
+		for name, req := range map[string]map[string]any{
+			"another sender":        {"senderId": "other", "tool": "write_file", "arguments": map[string]string{"path": "sentinel.txt", "content": "x"}},
+			"anonymous as a sender": {"senderId": authn.AnonymousUser, "tool": "read_file"},
+		} {
+			status, body := e.post(path, req)
+			if status != http.StatusBadRequest || !strings.Contains(string(body), "is not the authenticated caller") {
+				t.Errorf("%s %s: answered %d %s, want 400", path, name, status, body)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "sentinel.txt")); err == nil {
+		t.Fatal("an unauthenticated or spoofed call wrote the sentinel file")
+	}
+	if n := len(e.audit.Records()); n != 0 {
+		t.Fatalf("refused calls left %d audit records", n)
+	}
+	if m := e.metrics(); !strings.Contains(m, "toolhooks_caller_authentication_failures_total 6") {
+		t.Errorf("failures not counted:\n%s", grepLines(m, "toolhooks_caller_authentication_failures"))
+	}
+
+	// The verified caller is the sender, whether the body names it or not.
+	for _, req := range []map[string]any{{"tool": "read_file", "arguments": map[string]string{"path": "README.md"}},
+		{"senderId": "other", "tool": "read_file", "arguments": map[string]string{"path": "README.md"}}} {
+		if status, body := e.postAs(otherToken, "/v1/tool-calls", req); status != http.StatusOK {
+			t.Fatalf("answered %d %s", status, body)
+		}
+	}
+	recs := e.audit.Records()
+	if len(recs) != 2 || recs[0].SenderID != "other" || recs[1].SenderID != "other" {
+		t.Fatalf("audit records %+v, want two calls of sender other", recs)
+	}
+}
+
+func TestAnonymousCallersOnlyWhenAllowed(t *testing.T) {
+	e := newEnv(t, func(o *gateway.Options) { o.Callers = &authn.Request{AllowAnonymous: true} })
+	e.mustPush(compileYAML(t, e.ws, `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: AutonomyPolicy
+metadata: {name: open}
+spec: {}
+`))
+	if status, body := e.postAs("", "/v1/decisions", map[string]any{"tool": "read_file"}); status != http.StatusOK {
+		t.Fatalf("anonymous: %d %s", status, body)
+	}
+	if got := e.audit.Records(); len(got) != 1 || got[0].SenderID != authn.AnonymousUser {
+		t.Fatalf("records %+v, want one of %s", got, authn.AnonymousUser)
+	}
+	// A token is never downgraded to anonymous, and anonymous callers cannot name a sender.
+	if status, _ := e.postAs(agentToken, "/v1/decisions", map[string]any{"tool": "read_file"}); status != http.StatusUnauthorized {
+		t.Errorf("a token with no token authenticator: %d, want 401", status)
+	}
+	if status, _ := e.postAs("", "/v1/decisions", map[string]any{"tool": "read_file", "senderId": "agent"}); status != http.StatusBadRequest {
+		t.Errorf("anonymous posing as agent: %d, want 400", status)
+	}
+	status, body := e.do(http.MethodGet, "/readyz", "", nil, nil)
+	var r gateway.ReadyResponse
+	if err := json.Unmarshal(body, &r); err != nil || status != http.StatusOK || !r.AnonymousCallers {
+		t.Fatalf("/readyz %d %s: anonymous callers not reported", status, body)
+	}
+
+	// Without an authenticator every call is refused.
+	none := newEnv(t, func(o *gateway.Options) { o.Callers = nil })
+	if status, _ := none.postAs(agentToken, "/v1/decisions", map[string]any{"tool": "read_file"}); status != http.StatusUnauthorized {
+		t.Errorf("no authenticator: %d, want 401", status)
+	}
+	if status, _ := none.postAs("", "/v1/decisions", map[string]any{"tool": "read_file"}); status != http.StatusUnauthorized {
+		t.Errorf("no authenticator, no token: %d, want 401", status)
+	}
+}
+
+// TestSessionsBelongToTheirCaller: a caller reusing another caller's session
+// id neither spends nor sees that caller's budget; each identity has its own
+// session under the same id.
+func TestSessionsBelongToTheirCaller(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mustPush(compileYAML(t, e.ws, `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: ContractPolicy
+metadata: {name: budget}
+spec: {maxToolCalls: 2}
+`))
+	read := map[string]any{"sessionId": "shared", "tool": "read_file", "arguments": map[string]string{"path": "README.md"}}
+	status := func(tok string) string {
+		t.Helper()
+		code, body := e.postAs(tok, "/v1/tool-calls", read)
+		if code != http.StatusOK {
+			t.Fatalf("answered %d %s", code, body)
+		}
+		var r gateway.ToolCallResponse
+		mustUnmarshal(t, body, &r)
+		if r.Denial != nil {
+			return r.Status + ":" + r.Denial.Rule
+		}
+		return r.Status
+	}
+	// The other caller spends its whole budget on session "shared" first.
+	for range 2 {
+		if got := status(otherToken); got != "succeeded" {
+			t.Fatalf("other's call: %s", got)
+		}
+	}
+	if got := status(otherToken); got != "denied:maxToolCalls" {
+		t.Fatalf("other's third call: %s, want its budget spent", got)
+	}
+	// agent's session "shared" is its own: two calls, then its own budget ends.
+	for range 2 {
+		if got := status(agentToken); got != "succeeded" {
+			t.Fatalf("agent reusing the session id: %s, want its own budget", got)
+		}
+	}
+	if got := status(agentToken); got != "denied:maxToolCalls" {
+		t.Fatalf("agent's third call: %s", got)
+	}
+}
