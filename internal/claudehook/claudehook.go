@@ -51,7 +51,7 @@ import (
 	"strings"
 
 	"github.com/toolhooks/toolhooks/internal/strictjson"
-	"github.com/toolhooks/toolhooks/internal/tools"
+	"github.com/toolhooks/toolhooks/internal/toolnames"
 )
 
 // Hook event names.
@@ -167,27 +167,27 @@ func MapTool(in *Input) (Call, error) {
 	case "Bash":
 		m.req("command", "command")
 		m.opt("cwd", in.Cwd)
-		return m.done(tools.Shell)
+		return m.done(toolnames.Shell)
 	case "Read":
 		m.req("file_path", "path")
-		return m.done(tools.ReadFile)
+		return m.done(toolnames.ReadFile)
 	case "Write":
 		m.req("file_path", "path")
 		m.req("content", "content")
-		return m.done(tools.WriteFile)
+		return m.done(toolnames.WriteFile)
 	case "Edit":
 		m.req("file_path", "path")
 		m.req("old_string", "old_string")
 		m.req("new_string", "new_string")
-		return m.done(tools.EditFile)
+		return m.done(toolnames.EditFile)
 	case "MultiEdit":
 		m.req("file_path", "path")
 		m.dst["edits"] = args["edits"]
-		return m.done(tools.EditFile)
+		return m.done(toolnames.EditFile)
 	case "NotebookEdit":
 		m.req("notebook_path", "path")
 		m.copyIf("new_source", "new_string")
-		return m.done(tools.EditFile)
+		return m.done(toolnames.EditFile)
 	case "Glob":
 		m.req("pattern", "pattern")
 		m.pathOrCwd()
@@ -200,7 +200,7 @@ func MapTool(in *Input) (Call, error) {
 		return m.done("grep")
 	case "LS":
 		m.req("path", "path")
-		return m.done(tools.ListDir)
+		return m.done(toolnames.ListDir)
 	case "WebFetch":
 		m.req("url", "url")
 		return m.done("web_fetch")

@@ -33,15 +33,16 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
 	"github.com/toolhooks/toolhooks/internal/sandbox"
+	"github.com/toolhooks/toolhooks/internal/toolnames"
 )
 
 // Names of the built-in tools.
 const (
-	ReadFile  = "read_file"
-	WriteFile = "write_file"
-	EditFile  = "edit_file"
-	ListDir   = "list_dir"
-	Shell     = "shell"
+	ReadFile  = toolnames.ReadFile
+	WriteFile = toolnames.WriteFile
+	EditFile  = toolnames.EditFile
+	ListDir   = toolnames.ListDir
+	Shell     = toolnames.Shell
 )
 
 // Defaults of the tools' limits.
@@ -154,7 +155,7 @@ func (w *Workspace) Tools() []hooks.Tool {
 }
 
 // Names are the built-in tools' names.
-func Names() []string { return []string{ReadFile, WriteFile, EditFile, ListDir, Shell} }
+func Names() []string { return toolnames.All() }
 
 // userError is a problem with the call that the agent is told about as
 // "Error: ..." text rather than a failure of the tool.
