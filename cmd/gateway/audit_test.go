@@ -32,7 +32,7 @@ func TestTheGatewayBinaryDeniesWhenItCannotAudit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(policies, "agent.yaml"), []byte("apiVersion: policy.toolhooks.dev/v1alpha1\nkind: AutonomyPolicy\nmetadata: {name: agent}\nspec:\n  workspace: {root: "+ws+", only: true}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--listen", "127.0.0.1:0", "--workspace", ws, "--policies", policies, "--policy-debounce", "10ms"}
+	args := []string{"--listen", "127.0.0.1:0", "--workspace", ws, "--policies", policies, "--policy-debounce", "10ms", "--allow-anonymous"}
 
 	check := func(t *testing.T, g *gatewayProcess, sentinel string) {
 		t.Helper()

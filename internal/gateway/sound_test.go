@@ -81,18 +81,33 @@ func (s *soundEnv) sentinelsIntact() {
 		t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
-	n := 0
+	n, line := 0, 0
+	started := map[any]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
+		line++
 		var rec map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil || rec["tool"] == nil || strings.Contains(sc.Text(), "forged-record") && rec["tool"] == "forged" {
-			t.Errorf("audit line %d is not a record the gateway wrote: %q", n+1, sc.Text())
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil || rec["tool"] == nil || rec["callId"] == nil ||
+			strings.Contains(sc.Text(), "forged-record") && rec["tool"] == "forged" {
+			t.Errorf("audit line %d is not a record the gateway wrote: %q", line, sc.Text())
+			continue
 		}
-		n++
+		switch rec["msg"] {
+		case audit.MessageStarted:
+			started[rec["callId"]] = true
+		case audit.Message:
+			delete(started, rec["callId"])
+			n++
+		default:
+			t.Errorf("audit line %d has an unknown message: %q", line, sc.Text())
+		}
 	}
 	if n != s.calls {
-		t.Errorf("the audit log holds %d records for %d calls", n, s.calls)
+		t.Errorf("the audit log holds %d call records for %d calls", n, s.calls)
+	}
+	if len(started) > 0 {
+		t.Errorf("%d decision records have no completing record", len(started))
 	}
 }
 
@@ -177,8 +192,17 @@ func TestARuntimeDenialIsAuditedOnceWithItsReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec map[string]any
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatalf("audit log %q: %v", b, err)
+	for l := range strings.Lines(string(b)) {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("audit log %q: %v", b, err)
+		}
+		if r["msg"] == audit.Message {
+			if rec != nil {
+				t.Fatalf("two call records in %q", b)
+			}
+			rec = r
+		}
 	}
 	if rec["outcome"] != "denied" || !strings.Contains(string(b), "At run time") || !strings.Contains(string(b), "forbiddenPathGlobs") {
 		t.Errorf("audit record %s", b)
