@@ -80,17 +80,22 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.policies, "policies", "", "standalone mode: load policy YAML files from this directory and reload them on change")
 	fs.StringVar(&f.namespace, "namespace", "default", "standalone mode: the gateway's namespace; only policies in it apply")
 	labels := fs.String("labels", "", "standalone mode: the gateway's labels as k=v,k2=v2, matched by gatewaySelectors")
-	fs.DurationVar(&f.policyDebounce, "policy-debounce", gateway.DefaultDebounce, "standalone mode: load the policy files only once they stayed unchanged this long")
+	fs.DurationVar(&f.policyDebounce, "policy-debounce", gateway.DefaultDebounce,
+		"standalone mode: load the policy files only once they stayed unchanged this long")
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", hooks.DefaultToolTimeout, "how long a tool may run (0 for no limit)")
 	fs.StringVar(&f.staticTokenFile, "static-token-file", "", "accept configuration pushes bearing the token in this file (standalone use)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for calls in flight on shutdown")
 	gogc := fs.Int("gogc", defaultGOGC, "garbage collector percentage (as GOGC); without this flag a GOGC environment variable wins")
-	fs.StringVar(&f.sandbox.Mode, "sandbox", sandbox.ModeLandlock, "confinement of the processes tools start: landlock, or off (only where Landlock is missing; reported by /readyz, a metric and the log)")
-	readExec := fs.String("sandbox-read-exec-dirs", strings.Join(sandbox.DefaultReadExecDirs, ","), "comma-separated paths confined processes may read and execute beneath")
+	fs.StringVar(&f.sandbox.Mode, "sandbox", sandbox.ModeLandlock,
+		"confinement of the processes tools start: landlock, or off "+
+			"(only where Landlock is missing; reported by /readyz, a metric and the log)")
+	readExec := fs.String("sandbox-read-exec-dirs", strings.Join(sandbox.DefaultReadExecDirs, ","),
+		"comma-separated paths confined processes may read and execute beneath")
 	f.kube.register(fs)
 	f.mcp.register(fs)
 	f.audit.register(fs)
-	fs.IntVar(&f.maxConns, "max-connections", 1024, "most HTTP connections served at once; further ones wait in the kernel's backlog (0: no limit)")
+	fs.IntVar(&f.maxConns, "max-connections", 1024,
+		"most HTTP connections served at once; further ones wait in the kernel's backlog (0: no limit)")
 	fs.DurationVar(&f.idleTimeout, "http-idle-timeout", 30*time.Second, "close keep-alive connections idle this long")
 	f.auth.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -248,7 +253,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	if f.policies != "" {
 		go func() {
-			_ = srv.RunStandalone(ctx, gateway.StandaloneOptions{Dir: f.policies, Namespace: f.namespace, Labels: f.labels, Debounce: f.policyDebounce})
+			_ = srv.RunStandalone(ctx, gateway.StandaloneOptions{Dir: f.policies, Namespace: f.namespace, Labels: f.labels,
+				Debounce: f.policyDebounce})
 		}()
 	}
 

@@ -59,7 +59,9 @@ PostToolUse events are checked and exit 0: the gateway audits each call when it 
 	fl := cmd.Flags()
 	fl.StringVar(&o.Gateway, "gateway", "", "gateway base URL (default $"+envGateway+")")
 	fl.StringVar(&o.Token, "token", "", "bearer token for the gateway (default $"+envGatewayToken+"; prefer the variable: flags show in ps)")
-	fl.StringVar(&o.Sender, "sender", "", "sender id of the calls; the gateway refuses one that is not the token's identity (default: none, the gateway uses the token's identity)")
+	fl.StringVar(&o.Sender, "sender", "",
+		"sender id of the calls; the gateway refuses one that is not the token's identity "+
+			"(default: none, the gateway uses the token's identity)")
 	fl.StringVar(&o.OnError, "on-error", claudehook.OnErrorDeny, "when the gateway cannot decide: deny or allow")
 	fl.DurationVar(&o.Timeout, "timeout", claudehook.DefaultTimeout, "timeout of one decision request")
 	fl.StringSliceVar(&o.GatewayMCPServers, "gateway-mcp-server", nil,

@@ -146,7 +146,8 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request) (*hooks.Identi
 // is answered 400 (false).
 func bindCaller(w http.ResponseWriter, call *hooks.Call, id *hooks.Identity) bool {
 	if call.SenderID != "" && call.SenderID != id.Username {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("senderId %q is not the authenticated caller %q; omit senderId", call.SenderID, id.Username))
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("senderId %q is not the authenticated caller %q; omit senderId",
+			call.SenderID, id.Username))
 		return false
 	}
 	call.SenderID, call.Caller = id.Username, id
@@ -209,10 +210,12 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	st := s.Status()
 	anonymous := s.opts.Callers != nil && s.opts.Callers.AllowAnonymous
 	if reason := s.NotReadyReason(); reason != "" {
-		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Revision: st.Revision, Reason: reason, Sandbox: s.opts.Sandbox.Status(), AnonymousCallers: anonymous})
+		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Revision: st.Revision, Reason: reason, Sandbox: s.opts.Sandbox.Status(),
+			AnonymousCallers: anonymous})
 		return
 	}
-	writeJSON(w, http.StatusOK, ReadyResponse{Ready: true, Revision: st.Revision, Sandbox: s.opts.Sandbox.Status(), AnonymousCallers: anonymous})
+	writeJSON(w, http.StatusOK, ReadyResponse{Ready: true, Revision: st.Revision, Sandbox: s.opts.Sandbox.Status(),
+		AnonymousCallers: anonymous})
 }
 
 func (s *Server) handleGetConfig(w http.ResponseWriter, _ *http.Request) {

@@ -36,7 +36,8 @@ func (s *Server) reportSandbox(reg prometheus.Registerer, sb *sandbox.Sandbox) e
 	case sandbox.ModeOff:
 		s.log.Warn("Sandbox is off: processes started by tools are not confined by Landlock", "sandbox", sb.Status())
 	case "unavailable":
-		s.log.Error("Landlock is unavailable: the gateway decides calls but refuses to run tools (start it with --sandbox=off to run them unconfined)",
+		s.log.Error("Landlock is unavailable: the gateway decides calls but refuses to run tools "+
+			"(start it with --sandbox=off to run them unconfined)",
 			"sandbox", sb.Status())
 	default:
 		s.log.Info("Sandbox", "sandbox", sb.Status())

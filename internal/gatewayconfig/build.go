@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,11 +110,12 @@ func (s *State) windowsFor(key string) *ratelimit.Windows {
 
 // windowsKey identifies a contract's rate limits: its policy and its rules.
 func windowsKey(h Hook) string {
-	k := stateKey(h)
+	var k strings.Builder
+	k.WriteString(stateKey(h))
 	for _, r := range h.Contract.rules() {
-		k += fmt.Sprintf("\x00%s\x00%d", r.Tools, r.PerSenderPerMinute)
+		fmt.Fprintf(&k, "\x00%s\x00%d", r.Tools, r.PerSenderPerMinute)
 	}
-	return k
+	return k.String()
 }
 
 func (s *State) budgetsFor(key string) (*contract.Budgets, error) {

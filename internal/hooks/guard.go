@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// RuleRuntimeGuardPanic: a runtime check panicked.
+// RuleRuntimeGuardPanic is the rule of a denial whose runtime check panicked.
 const RuleRuntimeGuardPanic = "RuntimeGuardPanic"
 
 // RuntimeGuard is implemented by hooks that can re-check, while a tool runs,

@@ -98,9 +98,11 @@ func New(cfg Config) (*Sandbox, error) {
 	v, err := abi()
 	switch {
 	case err != nil:
-		s.unusable = fmt.Errorf("landlock is not available on this kernel (%w); tools are refused unless the gateway runs with --sandbox=off", err)
+		s.unusable = fmt.Errorf("landlock is not available on this kernel (%w); tools are refused unless the gateway runs with --sandbox=off",
+			err)
 	case v < MinABI:
-		s.unusable = fmt.Errorf("landlock ABI %d is older than the required %d; tools are refused unless the gateway runs with --sandbox=off", v, MinABI)
+		s.unusable = fmt.Errorf("landlock ABI %d is older than the required %d; tools are refused unless the gateway runs with --sandbox=off",
+			v, MinABI)
 	default:
 		s.abi = v
 	}

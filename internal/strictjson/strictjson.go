@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -75,10 +76,8 @@ func CheckObject(data []byte, opt Options) (map[string]json.RawMessage, error) {
 }
 
 func checkKey(key string, opt Options) error {
-	for _, k := range opt.Keys {
-		if key == k {
-			return nil
-		}
+	if slices.Contains(opt.Keys, key) {
+		return nil
 	}
 	for _, k := range opt.Keys {
 		if strings.EqualFold(key, k) {

@@ -14,6 +14,9 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
+// opOpen names the operation in the path errors of the file tools.
+const opOpen = "open"
+
 // The tools reach files only through the workspace root's descriptor:
 // every open is an openat2 with RESOLVE_BENEATH (no "..", absolute path or
 // symlink may lead out of the workspace, checked by the kernel during the
@@ -33,7 +36,7 @@ func (w *Workspace) rel(abs string) (string, error) {
 	}
 	rest, ok := strings.CutPrefix(abs, w.res.Real)
 	if !ok || (w.res.Real != "/" && !strings.HasPrefix(rest, "/")) {
-		return "", &os.PathError{Op: "open", Path: abs, Err: errOutside}
+		return "", &os.PathError{Op: opOpen, Path: abs, Err: errOutside}
 	}
 	return strings.TrimPrefix(rest, "/"), nil
 }
@@ -61,7 +64,7 @@ func (w *Workspace) openBeneath(abs string, flag int, perm os.FileMode) (*os.Fil
 			if err == unix.EXDEV {
 				err = errOutside
 			}
-			return nil, &os.PathError{Op: "open", Path: abs, Err: err}
+			return nil, &os.PathError{Op: opOpen, Path: abs, Err: err}
 		}
 		return os.NewFile(uintptr(fd), abs), nil
 	}

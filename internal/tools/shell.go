@@ -121,7 +121,7 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 		if text != "" && text[len(text)-1] != '\n' {
 			text += "\n"
 		}
-		if status, ok := interp.IsExitStatus(err); ok {
+		if status, ok := errors.AsType[interp.ExitStatus](err); ok {
 			text += fmt.Sprintf("[exit status %d]", status)
 		} else {
 			text += "[shell error: " + err.Error() + "]"
@@ -171,13 +171,16 @@ func (s *shellRun) call(ctx context.Context, args []string) ([]string, error) {
 		eff = eff[1:]
 	}
 	switch eff[0] {
-	case "cd", "pushd":
+	case "cd", builtinPushd:
 		if err := s.chdir(ctx, eff); err != nil {
 			return nil, s.deny(err)
 		}
 	}
 	return args, nil
 }
+
+// builtinPushd is the builtin whose arguments may also rotate the directory stack.
+const builtinPushd = "pushd"
 
 // chdir refuses a cd or pushd that could leave the workspace.
 func (s *shellRun) chdir(ctx context.Context, args []string) error {
@@ -195,13 +198,13 @@ func (s *shellRun) chdir(ctx context.Context, args []string) error {
 		}
 	}
 	if len(targets) == 0 {
-		if args[0] == "pushd" {
+		if args[0] == builtinPushd {
 			return nil // swaps the top two directories, both checked when pushed
 		}
 		return userErrorf("%s: a bare cd goes to $HOME, outside the workspace", Shell)
 	}
 	t := targets[0]
-	if args[0] == "pushd" && len(t) > 1 && (t[0] == '+' || t[0] == '-') && strings.Trim(t[1:], "0123456789") == "" {
+	if args[0] == builtinPushd && len(t) > 1 && (t[0] == '+' || t[0] == '-') && strings.Trim(t[1:], "0123456789") == "" {
 		return nil // rotates the stack of checked directories
 	}
 	if t == "-" {
@@ -252,7 +255,7 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 	path, err := interp.LookPathDir(hc.Dir, expand.ListEnviron(env...), args[0])
 	if err != nil {
 		_, _ = fmt.Fprintf(hc.Stderr, "%v\n", err)
-		return interp.NewExitStatus(127)
+		return interp.ExitStatus(127)
 	}
 	cmd := exec.CommandContext(ctx, path)
 	cmd.Args, cmd.Env, cmd.Dir = args, env, hc.Dir
@@ -265,7 +268,7 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 	cmd.WaitDelay = shellWaitDelay
 	if err := s.w.opts.Sandbox.Start(cmd, []string{s.w.res.Real, s.tmp}); err != nil {
 		_, _ = fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
-		return interp.NewExitStatus(126)
+		return interp.ExitStatus(126)
 	}
 	err = cmd.Wait()
 	var ee *exec.ExitError
@@ -274,9 +277,9 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 		return nil
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return interp.NewExitStatus(uint8(128 + int(ws.Signal())))
+			return interp.ExitStatus(uint8(128 + int(ws.Signal())))
 		}
-		return interp.NewExitStatus(uint8(ee.ExitCode()))
+		return interp.ExitStatus(uint8(ee.ExitCode()))
 	default:
 		return err
 	}

@@ -113,7 +113,7 @@ func NewWorkspace(root string, opts Options) (*Workspace, error) {
 	}
 	fd, err := unix.Open(res.Real, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", &os.PathError{Op: "open", Path: res.Real, Err: err})
+		return nil, fmt.Errorf("workspace: %w", &os.PathError{Op: opOpen, Path: res.Real, Err: err})
 	}
 	return &Workspace{res: res, root: os.NewFile(uintptr(fd), res.Real), opts: opts}, nil
 }

@@ -485,7 +485,8 @@ func shellClass(tool string, args map[string]any) shellKind {
 // isCwdKey reports whether p is the value of a working-directory argument.
 func isCwdKey(args map[string]any, p string) bool {
 	for k, v := range args {
-		if s, ok := v.(string); ok && s == p && (strings.EqualFold(k, "cwd") || strings.EqualFold(k, "working_directory") || strings.EqualFold(k, "workdir")) {
+		if s, ok := v.(string); ok && s == p && (strings.EqualFold(k, "cwd") ||
+			strings.EqualFold(k, "working_directory") || strings.EqualFold(k, "workdir")) {
 			return true
 		}
 	}

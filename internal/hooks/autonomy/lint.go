@@ -41,12 +41,20 @@ var runners = map[string]string{
 
 // subRunners are subcommands that run programs the agent chooses or writes.
 var subRunners = map[string]map[string]string{
-	"npm":   {"run": "runs any package.json script", "run-script": "runs any package.json script", "exec": "runs any npm package", "x": "runs any npm package", "start": "runs the start script", "test": "runs the test script", "install": "runs install scripts", "i": "runs install scripts", "ci": "runs install scripts"},
-	"pnpm":  {"run": "runs any package.json script", "exec": "runs any program", "dlx": "runs any npm package", "test": "runs the test script", "install": "runs install scripts"},
-	"yarn":  {"run": "runs any package.json script", "exec": "runs any program", "dlx": "runs any npm package", "test": "runs the test script", "install": "runs install scripts"},
-	"go":    {"run": "runs any Go program", "generate": "runs the commands in //go:generate lines the agent can write", "tool": "runs any tool", "test": "runs test code the agent can write"},
-	"cargo": {"run": "runs any Rust program", "test": "runs test code the agent can write", "build": "runs build.rs scripts the agent can write"},
-	"git":   {"submodule": "runs commands through submodule foreach", "bisect": "runs commands through bisect run", "rebase": "runs commands through rebase --exec", "difftool": "runs any difftool", "config": "can set aliases and hooks that run commands"},
+	"npm": {"run": "runs any package.json script", "run-script": "runs any package.json script", "exec": "runs any npm package",
+		"x": "runs any npm package", "start": "runs the start script", "test": "runs the test script", "install": "runs install scripts",
+		"i": "runs install scripts", "ci": "runs install scripts"},
+	"pnpm": {"run": "runs any package.json script", "exec": "runs any program", "dlx": "runs any npm package",
+		"test": "runs the test script", "install": "runs install scripts"},
+	"yarn": {"run": "runs any package.json script", "exec": "runs any program", "dlx": "runs any npm package",
+		"test": "runs the test script", "install": "runs install scripts"},
+	"go": {"run": "runs any Go program", "generate": "runs the commands in //go:generate lines the agent can write",
+		"tool": "runs any tool", "test": "runs test code the agent can write"},
+	"cargo": {"run": "runs any Rust program", "test": "runs test code the agent can write",
+		"build": "runs build.rs scripts the agent can write"},
+	"git": {"submodule": "runs commands through submodule foreach", "bisect": "runs commands through bisect run",
+		"rebase": "runs commands through rebase --exec", "difftool": "runs any difftool",
+		"config": "can set aliases and hooks that run commands"},
 }
 
 // Lint returns the allow-list entries that let an agent run arbitrary

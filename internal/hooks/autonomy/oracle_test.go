@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +146,7 @@ func (o *oracle) run(t testing.TB, shell, cmd string) []string {
 			}
 			if s := firstStr.FindStringSubmatch(rest); s != nil {
 				base := filepath.Base(s[1])
-				if base != filepath.Base(shell) && !contains(oracleTools, base) {
+				if base != filepath.Base(shell) && !slices.Contains(oracleTools, base) {
 					bad = append(bad, "executed "+s[1])
 				}
 			}
@@ -183,15 +184,6 @@ func (o *oracle) run(t testing.TB, shell, cmd string) []string {
 		t.Fatalf("the trace of %s -c %q is incomplete (%v): strace could not trace the shell", shell, cmd, err)
 	}
 	return bad
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // violates says why the real path p breaks the oracle's policy, or "".

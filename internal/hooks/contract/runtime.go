@@ -21,7 +21,8 @@ func (h *ContractScope) CheckExec(_ context.Context, call *hooks.Call, dir strin
 	}
 	cmd, err := shellcheck.Render(env, argv)
 	if err != nil {
-		return hooks.Deny(RuleInvalidArguments, "A command of tool "+call.Tool+" cannot be checked against the contract at run time: "+err.Error())
+		return hooks.Deny(RuleInvalidArguments,
+			"A command of tool "+call.Tool+" cannot be checked against the contract at run time: "+err.Error())
 	}
 	return runtime(h.checkScope(nil, synthetic(call, map[string]any{"command": cmd, "cwd": dir}), c))
 }

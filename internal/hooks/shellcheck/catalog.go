@@ -2,6 +2,7 @@ package shellcheck
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -70,32 +71,38 @@ var catalog = map[string]progRule{
 			"stop", "explore", "install", "i", "add", "ci", "rebuild", "rb", "publish", "pack", "init",
 			"create", "update", "up", "install-test", "it", "install-ci-test", "cit", "link", "ln", "edit",
 			"config", "set", "hook", "pkg"}},
-	"npx":     {opts: []string{"-c", "--call", "-p", "--package"}, subs: []string{"*"}},
-	"pnpm":    {subs: []string{"run", "exec", "dlx", "start", "test", "install", "i", "add", "create"}},
-	"yarn":    {subs: []string{"run", "exec", "dlx", "start", "test", "install", "add", "create", "node"}},
-	"node":    {opts: []string{"-e", "--eval", "-p", "--print", "-r", "--require", "--import", "--loader", "--experimental-loader", "-i", "--interactive"}},
-	"python":  {opts: []string{"-c", "-m", "-i"}},
-	"perl":    {opts: []string{"-e", "-E", "-i", "-M", "-m", "-x", "-n", "-p"}},
-	"ruby":    {opts: []string{"-e", "-i", "-r", "-x", "-n", "-p", "-S"}},
-	"php":     {opts: []string{"-r", "-B", "-R", "-E", "-F", "-a", "-S"}},
-	"less":    {opts: []string{"-o", "-O", "--log-file", "--LOG-FILE", "--lesskey-file", "-k"}},
-	"man":     {opts: []string{"-P", "--pager", "-H", "--html", "-l", "--local-file", "-R", "-T", "--troff-device", "-Z", "-t"}},
-	"vim":     {opts: []string{"-c", "--cmd", "-S", "-u", "-U", "-s", "-W", "-w", "-q", "-i", "-E", "-e", "--servername", "+"}},
-	"curl":    {opts: []string{"-o", "--output", "-O", "--remote-name", "--remote-name-all", "-K", "--config", "-D", "--dump-header", "--trace", "--trace-ascii", "-c", "--cookie-jar", "--libcurl", "--output-dir", "--create-dirs", "--etag-save", "--hsts", "--alt-svc", "-q"}},
-	"wget":    {opts: []string{"-O", "--output-document", "-o", "--output-file", "-a", "--append-output", "-P", "--directory-prefix", "-e", "--execute", "-i", "--input-file", "-x", "--config", "-r", "--recursive", "-m", "--mirror"}},
-	"kubectl": {subs: []string{"exec", "cp", "debug", "attach", "run", "port-forward", "proxy", "plugin", "krew", "apply", "create", "replace", "patch", "edit", "delete", "scale", "set", "label", "annotate", "rollout", "auth", "config", "kustomize"}},
-	"docker":  {subs: []string{"run", "exec", "build", "buildx", "create", "compose", "start", "cp", "commit", "load", "import", "plugin", "context", "container", "image", "volume", "system", "builder", "save", "push", "login"}},
-	"grep":    {recursiveOpts: []string{"-r", "-R", "--recursive", "--dereference-recursive", "-d", "--directories"}},
-	"rg":      {opts: []string{"--pre", "--pre-glob", "-z", "--search-zip"}, recursiveAlways: true},
-	"ag":      {recursiveAlways: true},
-	"ls":      {recursiveOpts: []string{"-R", "--recursive"}},
-	"cp":      {recursiveOpts: []string{"-r", "-R", "--recursive", "-a", "--archive"}},
-	"du":      {recursiveAlways: true},
-	"tree":    {recursiveAlways: true},
-	"zip":     {opts: []string{"-T", "-TT", "--unzip-command"}, recursiveOpts: []string{"-r", "--recurse-paths"}},
-	"chmod":   {recursiveOpts: []string{"-R", "--recursive"}},
-	"chown":   {recursiveOpts: []string{"-R", "--recursive"}},
-	"rm":      {recursiveOpts: []string{"-r", "-R", "--recursive"}},
+	"npx":  {opts: []string{"-c", "--call", "-p", "--package"}, subs: []string{"*"}},
+	"pnpm": {subs: []string{"run", "exec", "dlx", "start", "test", "install", "i", "add", "create"}},
+	"yarn": {subs: []string{"run", "exec", "dlx", "start", "test", "install", "add", "create", "node"}},
+	"node": {opts: []string{"-e", "--eval", "-p", "--print", "-r", "--require", "--import", "--loader", "--experimental-loader", "-i",
+		"--interactive"}},
+	"python": {opts: []string{"-c", "-m", "-i"}},
+	"perl":   {opts: []string{"-e", "-E", "-i", "-M", "-m", "-x", "-n", "-p"}},
+	"ruby":   {opts: []string{"-e", "-i", "-r", "-x", "-n", "-p", "-S"}},
+	"php":    {opts: []string{"-r", "-B", "-R", "-E", "-F", "-a", "-S"}},
+	"less":   {opts: []string{"-o", "-O", "--log-file", "--LOG-FILE", "--lesskey-file", "-k"}},
+	"man":    {opts: []string{"-P", "--pager", "-H", "--html", "-l", "--local-file", "-R", "-T", "--troff-device", "-Z", "-t"}},
+	"vim":    {opts: []string{"-c", "--cmd", "-S", "-u", "-U", "-s", "-W", "-w", "-q", "-i", "-E", "-e", "--servername", "+"}},
+	"curl": {opts: []string{"-o", "--output", "-O", "--remote-name", "--remote-name-all", "-K", "--config", "-D", "--dump-header",
+		"--trace", "--trace-ascii", "-c", "--cookie-jar", "--libcurl", "--output-dir", "--create-dirs", "--etag-save", "--hsts", "--alt-svc",
+		"-q"}},
+	"wget": {opts: []string{"-O", "--output-document", "-o", "--output-file", "-a", "--append-output", "-P", "--directory-prefix", "-e",
+		"--execute", "-i", "--input-file", "-x", "--config", "-r", "--recursive", "-m", "--mirror"}},
+	"kubectl": {subs: []string{"exec", "cp", "debug", "attach", "run", "port-forward", "proxy", "plugin", "krew", "apply", "create",
+		"replace", "patch", "edit", "delete", "scale", "set", "label", "annotate", "rollout", "auth", "config", "kustomize"}},
+	"docker": {subs: []string{"run", "exec", "build", "buildx", "create", "compose", "start", "cp", "commit", "load", "import", "plugin",
+		"context", "container", "image", "volume", "system", "builder", "save", "push", "login"}},
+	"grep":  {recursiveOpts: []string{"-r", "-R", "--recursive", "--dereference-recursive", "-d", "--directories"}},
+	"rg":    {opts: []string{"--pre", "--pre-glob", "-z", "--search-zip"}, recursiveAlways: true},
+	"ag":    {recursiveAlways: true},
+	"ls":    {recursiveOpts: []string{"-R", "--recursive"}},
+	"cp":    {recursiveOpts: []string{"-r", "-R", "--recursive", "-a", "--archive"}},
+	"du":    {recursiveAlways: true},
+	"tree":  {recursiveAlways: true},
+	"zip":   {opts: []string{"-T", "-TT", "--unzip-command"}, recursiveOpts: []string{"-r", "--recurse-paths"}},
+	"chmod": {recursiveOpts: []string{"-R", "--recursive"}},
+	"chown": {recursiveOpts: []string{"-R", "--recursive"}},
+	"rm":    {recursiveOpts: []string{"-r", "-R", "--recursive"}},
 }
 
 // aliases of catalogued programs.
@@ -141,12 +148,9 @@ func hasOpt(v, o string, noBundle bool) bool {
 // whether the command reads or writes recursively beneath its operands.
 func (r progRule) risky(base string, args []string) (out []string, recursive bool) {
 	add := func(s string) {
-		for _, x := range out {
-			if x == s {
-				return
-			}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
 		}
-		out = append(out, s)
 	}
 	recursive = r.recursiveAlways
 	sub := ""
@@ -190,7 +194,7 @@ func (r progRule) risky(base string, args []string) (out []string, recursive boo
 				add(sub)
 			}
 		}
-		if r.known != nil && !contains(r.known, sub) && !contains(r.subs, sub) {
+		if r.known != nil && !slices.Contains(r.known, sub) && !slices.Contains(r.subs, sub) {
 			add(sub) // an alias or an unknown subcommand
 		}
 	}
@@ -200,15 +204,6 @@ func (r progRule) risky(base string, args []string) (out []string, recursive boo
 		}
 	}
 	return out, recursive
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // scriptTexts returns the program texts of sed or awk: the values of -e /

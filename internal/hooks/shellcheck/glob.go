@@ -100,7 +100,7 @@ func (g *globber) mode() pattern.Mode {
 
 // segment matches one path component against the entries of every dir.
 func (g *globber) segment(dirs []string, seg string) ([]string, error) {
-	if !pattern.HasMeta(seg, 0) && !(g.opt.ExtGlob && hasExtOp(seg)) {
+	if !pattern.HasMeta(seg, 0) && (!g.opt.ExtGlob || !hasExtOp(seg)) {
 		lit := unquote(seg)
 		out := make([]string, len(dirs))
 		for i, d := range dirs {
