@@ -239,7 +239,9 @@ func (s *story) denialEvent(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		ok := strings.Contains(out, "ToolCallDenied") && strings.Contains(out, "read_file") && strings.Contains(out, "e2e-agent")
+		// The sender is the verified caller: the namespace's default ServiceAccount.
+		sender := "system:serviceaccount:" + e.namespace + ":default"
+		ok := strings.Contains(out, "ToolCallDenied") && strings.Contains(out, "read_file") && strings.Contains(out, sender)
 		return ok, out
 	})
 }
