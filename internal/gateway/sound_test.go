@@ -241,9 +241,21 @@ func TestShellBuiltinsCannotEscapeTheChecks(t *testing.T) {
 			t.Errorf("%s: %+v", cmd, r)
 		}
 	}
+	// The interpreter opens its own FIFOs in its TMPDIR without the open
+	// handler: no program the script starts can plant a symlink there.
+	for _, cmd := range []string{
+		`ln -s ` + s.auditPath + ` "$TMPDIR/sh-interp-a"; echo forged-record >> "$TMPDIR/sh-interp-a"`,
+		`ln -s ` + s.outside + ` "$TMPDIR/sh-interp-b"; cat < "$TMPDIR/sh-interp-b"`,
+		`ln -s ` + s.outside + ` ~/sh-interp-c; cat < ~/sh-interp-c`,
+		`ln -s ` + s.outside + ` "$HOME/../sh-interp-d"; cat < "$HOME/../sh-interp-d"`,
+	} {
+		r := s.run("shell", fmt.Sprintf(`{"command":%q}`, cmd))
+		noSecrets(t, cmd, r)
+	}
 	// cd cannot leave the workspace (nor reach it through $HOME, $OLDPWD or CDPATH).
 	for _, cmd := range []string{"cd / && cat etc/hostname", "cd .. && cat outside.txt", "cd; pwd", "OLDPWD=/; cd -; pwd",
-		"CDPATH=/ cd etc; pwd", "builtin cd ..; cat outside.txt", "pushd .. && cat outside.txt"} {
+		"CDPATH=/ cd etc; pwd", "builtin cd ..; cat outside.txt", "pushd .. && cat outside.txt",
+		"command -- cd / && pwd", "builtin -- cd .. && pwd"} {
 		r := s.run("shell", fmt.Sprintf(`{"command":%q}`, cmd))
 		noSecrets(t, cmd, r)
 		if !strings.Contains(r.Result, "Error: shell:") {
@@ -360,7 +372,7 @@ func TestAllowedCommandsKeepWorking(t *testing.T) {
 		{"ls src | wc -l", "3\n"},
 		{"cat <<EOF\nhello\nEOF", "hello\n"},
 		{"cat <<'EOF' | grep -c x\nx\nEOF", "1\n"},
-		{"grep -c package <<< 'package x'", "1\n"},
+		{"echo 'package x' | grep -c package", "1\n"}, // <<< is bash-only: refused under the default dialects (bash and posix)
 		{"echo hi > out.txt; cat out.txt", "hi\n"},
 		{"echo err >&2; echo out >/dev/stderr", "err\nout\n"},
 		{"git status --porcelain --untracked-files=all src", "?? src/app.go\n?? src/main.go\n?? src/xylo.txt\n"},

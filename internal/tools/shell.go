@@ -92,14 +92,26 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 		return "", fmt.Errorf("shell: private directory: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
+	// The interpreter opens its own FIFOs (process substitution) in its
+	// TMPDIR without the open handler, so that directory must be one no
+	// program the script starts can write: programs get home, beneath it,
+	// as HOME, TMPDIR and their only writable directory outside the
+	// workspace. Otherwise a program could plant a symlink there that the
+	// unconfined interpreter would follow.
+	home := filepath.Join(tmp, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return "", fmt.Errorf("shell: private directory: %w", err)
+	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(errors.New("shell command finished"))
-	run := &shellRun{w: w, guard: g, tmp: tmp, cancel: cancel, base: w.baseEnv(tmp)}
+	run := &shellRun{w: w, guard: g, tmp: home, cancel: cancel, base: w.baseEnv(home), interpTmp: "TMPDIR=" + tmp}
+	interpEnv := slices.DeleteFunc(slices.Clone(run.base), func(e string) bool { return strings.HasPrefix(e, "TMPDIR=") })
+	interpEnv = append(interpEnv, run.interpTmp)
 	out := &cappedBuffer{max: w.opts.MaxOutputBytes}
 	r, err := interp.New(
 		interp.Dir(dir),
-		interp.Env(expand.ListEnviron(run.base...)),
+		interp.Env(expand.ListEnviron(interpEnv...)),
 		interp.StdIO(nil, out, out),
 		interp.CallHandler(run.call),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return run.exec }),
@@ -139,9 +151,11 @@ func (w *Workspace) baseEnv(tmp string) []string {
 type shellRun struct {
 	w      *Workspace
 	guard  *hooks.Guard
-	tmp    string
+	tmp    string // the programs' HOME and TMPDIR
 	base   []string
 	cancel context.CancelCauseFunc
+	// interpTmp is the interpreter's own TMPDIR entry, which programs do not inherit.
+	interpTmp string
 
 	mu     sync.Mutex
 	denial error
@@ -167,8 +181,17 @@ func (s *shellRun) denied() error {
 // call sees every simple command, builtins included, before it runs.
 func (s *shellRun) call(ctx context.Context, args []string) ([]string, error) {
 	eff := args
-	for len(eff) > 1 && (eff[0] == "builtin" || eff[0] == "command") && !strings.HasPrefix(eff[1], "-") {
+	// Unwrap builtin and command with their options (-p, -v, --): checking
+	// what a describing "command -v cd /" names too only over-denies.
+	for len(eff) > 1 && (eff[0] == "builtin" || eff[0] == "command") {
 		eff = eff[1:]
+		for len(eff) > 1 && strings.HasPrefix(eff[0], "-") {
+			opt := eff[0]
+			eff = eff[1:]
+			if opt == "--" {
+				break
+			}
+		}
 	}
 	switch eff[0] {
 	case "cd", builtinPushd:
@@ -229,8 +252,8 @@ func (s *shellRun) environ(env expand.Environ) (all, added []string) {
 			return true
 		}
 		kv := name + "=" + vr.Str
-		if slices.Contains(s.base, kv) {
-			return true
+		if slices.Contains(s.base, kv) || kv == s.interpTmp {
+			return true // programs keep their own TMPDIR, not the interpreter's
 		}
 		if name != "PWD" && name != "OLDPWD" {
 			added = append(added, kv)
