@@ -29,7 +29,7 @@ func TestDecisionsRejectLooseTopLevels(t *testing.T) {
 		`{"tool":"read_file","sessionId":"\udc00x"}`,
 	} {
 		for _, path := range []string{"/v1/decisions", "/v1/tool-calls"} {
-			status, resp := e.do(http.MethodPost, path, "application/json", []byte(body), nil)
+			status, resp := e.do(http.MethodPost, path, "application/json", []byte(body), agentAuth)
 			if status != http.StatusBadRequest || !strings.Contains(string(resp), "malformed JSON body") {
 				t.Errorf("%s %q answered %d %s; want 400 malformed JSON body", path, body, status, resp)
 			}
@@ -40,10 +40,13 @@ func TestDecisionsRejectLooseTopLevels(t *testing.T) {
 	}
 	// A valid surrogate pair is still fine.
 	if status, resp := e.do(http.MethodPost, "/v1/decisions", "application/json",
-		[]byte(`{"tool":"read_file","sessionId":"\ud83d\ude00","arguments":{"path":"README.md"}}`), nil); status != http.StatusOK {
+		[]byte(`{"tool":"read_file","sessionId":"\ud83d\ude00","arguments":{"path":"README.md"}}`), agentAuth); status != http.StatusOK {
 		t.Errorf("a valid surrogate pair answered %d %s", status, resp)
 	}
 }
+
+// agentAuth is the header of an authenticated agent.
+var agentAuth = map[string]string{"Authorization": "Bearer " + agentToken}
 
 const soundPolicy = `apiVersion: policy.toolhooks.dev/v1alpha1
 kind: AutonomyPolicy
