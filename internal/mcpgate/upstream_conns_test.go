@@ -43,8 +43,10 @@ func TestHTTPUpstreamReusesConnections(t *testing.T) {
 			t.Fatalf("up_echo: %s", text(res))
 		}
 	}
-	if n := dialled.Load() - before; n > 1 {
-		t.Errorf("the gateway opened %d connections to the upstream for %d sequential calls; want at most 1", n, sequential)
+	// One connection carries the calls; a second may hold the upstream
+	// session's standalone SSE stream, opened with the session.
+	if n := dialled.Load() - before; n > 2 {
+		t.Errorf("the gateway opened %d connections to the upstream for %d sequential calls; want at most 2", n, sequential)
 	}
 	for range rounds {
 		var wg sync.WaitGroup
