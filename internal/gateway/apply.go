@@ -52,7 +52,11 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	if len(cfg.Hooks) == 0 || cfg.Hooks[0].Kind != gatewayconfig.KindAuditLog {
 		return ApplyResult{}, fmt.Errorf("%w: the hook list must begin with the %s hook", ErrInvalidConfig, gatewayconfig.KindAuditLog)
 	}
-	for _, h := range cfg.Hooks {
+	for i, h := range cfg.Hooks {
+		if i > 0 && h.Kind == gatewayconfig.KindAuditLog {
+			return ApplyResult{}, fmt.Errorf("%w: hook %d (%q) is a second %s hook; the list holds exactly one, first",
+				ErrInvalidConfig, i, h.Name, gatewayconfig.KindAuditLog)
+		}
 		if _, taken := s.nativeSet[h.Name]; taken {
 			return ApplyResult{}, fmt.Errorf("%w: hook name %q is taken by a native hook of this gateway", ErrInvalidConfig, h.Name)
 		}
@@ -104,7 +108,11 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	own.Hooks = append([]gatewayconfig.Hook(nil), cfg.Hooks...)
 	s.metrics.setConfig(&own)
 	s.cur.Store(&active{exec: exec, cfg: &own, appliedAt: time.Now(), noPolicy: noPolicy})
-	s.state.Retain(&own)
+	if noPolicy == "" {
+		// A list with no policy denies everything; the budgets and windows of
+		// the policies it lacks are kept for when they return.
+		s.state.Retain(&own)
+	}
 	if s.opts.OnApplied != nil {
 		s.opts.OnApplied(&own)
 	}

@@ -89,7 +89,13 @@ func TestAPushCannotRemoveTheAuditLog(t *testing.T) {
 		"no hooks":     `{"hooks":[]}`,
 		"no hook list": `{}`,
 		"policy first": string(mustJSON(t, &gatewayconfig.Config{IssuedAt: good.IssuedAt + 1, Hooks: []gatewayconfig.Hook{policy, {Name: audit.Name, Kind: gatewayconfig.KindAuditLog}}})),
-		"no audit":     string(mustJSON(t, &gatewayconfig.Config{IssuedAt: good.IssuedAt + 1, Hooks: []gatewayconfig.Hook{policy}})),
+		"two audit logs": string(mustJSON(t, &gatewayconfig.Config{IssuedAt: good.IssuedAt + 1, Hooks: []gatewayconfig.Hook{
+			{Name: audit.Name, Kind: gatewayconfig.KindAuditLog}, {Name: "audit-again", Kind: gatewayconfig.KindAuditLog},
+		}})),
+		"audit log after the policy": string(mustJSON(t, &gatewayconfig.Config{IssuedAt: good.IssuedAt + 1, Hooks: []gatewayconfig.Hook{
+			{Name: audit.Name, Kind: gatewayconfig.KindAuditLog}, policy, {Name: "audit-again", Kind: gatewayconfig.KindAuditLog},
+		}})),
+		"no audit": string(mustJSON(t, &gatewayconfig.Config{IssuedAt: good.IssuedAt + 1, Hooks: []gatewayconfig.Hook{policy}})),
 	} {
 		status, resp := e.do(http.MethodPut, "/v1/config", "application/json", []byte(body), map[string]string{"Authorization": "Bearer " + testToken})
 		if status != http.StatusUnprocessableEntity {
@@ -229,5 +235,44 @@ spec:
 	r, ran := e.sentinelCall("sentinel")
 	if ran || r.Status != "denied" || r.Denial.Hook != "PluginHook/default/approvals" {
 		t.Errorf("call %+v (tool ran: %v), want a denial by the failing plugin", r, ran)
+	}
+}
+
+// TestAnAuditOnlyPushKeepsBudgets: a push that selects no policy denies every
+// call, and the budgets spent before it are still spent when the policies
+// return; emptying the list is no way to reset them.
+func TestAnAuditOnlyPushKeepsBudgets(t *testing.T) {
+	e := newEnv(t, nil)
+	withBudget := compileYAML(t, e.ws, basePolicy+"---\n"+budgetPolicy)
+	good := e.mustPush(withBudget)
+	read := map[string]any{"sessionId": "s1", "tool": "read_file", "arguments": map[string]string{"path": "README.md"}}
+	status := func() string {
+		t.Helper()
+		code, body := e.postAs(agentToken, "/v1/tool-calls", read)
+		if code != http.StatusOK {
+			t.Fatalf("answered %d %s", code, body)
+		}
+		var r gateway.ToolCallResponse
+		mustUnmarshal(t, body, &r)
+		if r.Denial != nil {
+			return r.Status + ":" + r.Denial.Rule
+		}
+		return r.Status
+	}
+	for range 3 {
+		if got := status(); got != "succeeded" {
+			t.Fatalf("call within the budget: %s", got)
+		}
+	}
+	e.mustPush(&gatewayconfig.Config{IssuedAt: good.IssuedAt + 1, Hooks: []gatewayconfig.Hook{{Name: audit.Name, Kind: gatewayconfig.KindAuditLog}}})
+	e.requireNoPolicy("audit only")
+	if got := status(); got != "denied:"+gateway.RuleNoPolicy {
+		t.Errorf("call with no policy in force: %s", got)
+	}
+	again := compileYAML(t, e.ws, basePolicy+"---\n"+budgetPolicy)
+	again.IssuedAt = good.IssuedAt + 2
+	e.mustPush(again)
+	if got := status(); got != "denied:maxToolCalls" {
+		t.Errorf("fourth call after the policies returned: %s, want the budget still spent", got)
 	}
 }
