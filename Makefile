@@ -118,6 +118,7 @@ FUZZ_TIME ?= 30s
 fuzz-ci: test-deps ## Run the shell checker's fuzz targets for FUZZ_TIME each.
 	go test -run '^$$' -fuzz '^FuzzOracle$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/autonomy
 	go test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/shellcheck
+	go test -run '^$$' -fuzz '^FuzzSedReader$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/shellcheck
 
 .PHONY: ci
 ci: verify lint test fuzz-ci ci-e2e ## What CI runs: generated code current, lint, all tests, then the e2e suite.

@@ -687,7 +687,7 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks
 				return v
 			}
 			if w.Recursive {
-				if v := h.checkBeneath(m, w.Value, b, cmd); !v.Allowed {
+				if v := h.checkBeneath(m, w, b, cmd); !v.Allowed {
 					return v
 				}
 			}
@@ -788,60 +788,119 @@ func namesField(p, r string) bool {
 // maxBeneath bounds the entries checkBeneath walks.
 const maxBeneath = 20000
 
-// checkBeneath checks everything beneath the directory value names (a
-// recursive reader's operand): each entry must pass the forbidden globs
-// and, for symlinks, the workspace check on its target. A tree too large
-// to walk is denied.
-func (h *Hook) checkBeneath(m *pathguard.Memo, value, base, cmd string) hooks.Verdict {
-	real, v, ok := h.checkPath(m, value, base)
+// checkBeneath checks everything beneath the directory w names (a
+// recursive reader's operand), following symlinked directories: each entry
+// must pass the forbidden globs and, for symlinks, the workspace check on
+// its target. For git, .git directories are skipped and a revision (a word
+// naming no file) stands for the whole repository. A tree too large to walk
+// is denied.
+func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd string) hooks.Verdict {
+	real, v, ok := h.checkPath(m, w.Value, base)
 	if !ok {
 		return shellVerdict(v, cmd)
 	}
 	fi, err := os.Stat(real)
+	if err != nil && w.MaybeRevision {
+		real = h.repoRoot(base)
+		fi, err = os.Stat(real)
+	}
 	if err != nil || !fi.IsDir() {
 		return hooks.Allow // a file (checked) or nothing to descend into
 	}
-	n := 0
-	var deny *hooks.Verdict
-	walkErr := filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == real {
+	b := beneath{h: h, m: m, base: base, cmd: cmd, value: w.Value, git: w.Git, seen: map[string]bool{}}
+	b.walk(real)
+	if b.tooMany {
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
+			"Shell command %q reads or writes recursively beneath %q, which holds more than %d entries to check.", short(cmd), w.Value, maxBeneath))
+	}
+	if b.deny != nil {
+		return shellVerdict(*b.deny, cmd)
+	}
+	return hooks.Allow
+}
+
+// repoRoot is the git repository holding base: the nearest directory at
+// or above it with a .git entry, within the workspace; else the workspace
+// root (or base, outside any workspace).
+func (h *Hook) repoRoot(base string) string {
+	if base == "" {
+		base = h.res.Real
+	}
+	for d := base; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if d == h.res.Real || filepath.Dir(d) == d {
+			break
+		}
+	}
+	if h.res.Within(base) {
+		return h.res.Real
+	}
+	return base
+}
+
+// beneath is one checkBeneath walk.
+type beneath struct {
+	h         *Hook
+	m         *pathguard.Memo
+	base, cmd string
+	value     string
+	git       bool
+	seen      map[string]bool // real directories walked
+	n         int
+	tooMany   bool
+	deny      *hooks.Verdict
+}
+
+// walk checks the tree at the real directory dir, and the trees of the
+// directories its symlinks point to.
+func (b *beneath) walk(dir string) {
+	if b.seen[dir] || b.deny != nil || b.tooMany {
+		return
+	}
+	b.seen[dir] = true
+	var linked []string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
 			return nil //nolint:nilerr // unreadable entries are not read by the command either
 		}
-		if n++; n > maxBeneath {
-			return errTooMany
+		if b.n++; b.n > maxBeneath {
+			b.tooMany = true
+			return fs.SkipAll
+		}
+		if b.git && d.IsDir() && d.Name() == ".git" {
+			return fs.SkipDir
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
-			if _, v, ok := h.checkPath(m, p, base); !ok {
-				deny = &v
+			real, v, ok := b.h.checkPath(b.m, p, b.base)
+			if !ok {
+				b.deny = &v
 				return fs.SkipAll
+			}
+			if fi, err := os.Stat(real); err == nil && fi.IsDir() {
+				linked = append(linked, real) // -R, -L and find -L descend into it
 			}
 			return nil
 		}
-		if len(h.forbidden) > 0 {
+		if len(b.h.forbidden) > 0 {
 			q := p
-			if h.fold {
+			if b.h.fold {
 				q = strings.ToLower(q)
 			}
-			if g, ok := h.matchForbidden(q, base, q); ok {
+			if g, ok := b.h.matchForbidden(q, b.base, q); ok {
 				v := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
-					"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", cmd, value, p, g))
-				deny = &v
+					"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", b.cmd, b.value, p, g))
+				b.deny = &v
 				return fs.SkipAll
 			}
 		}
 		return nil
 	})
-	if errors.Is(walkErr, errTooMany) {
-		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
-			"Shell command %q reads or writes recursively beneath %q, which holds more than %d entries to check.", short(cmd), value, maxBeneath))
+	for _, l := range linked {
+		b.walk(l)
 	}
-	if deny != nil {
-		return shellVerdict(*deny, cmd)
-	}
-	return hooks.Allow
 }
-
-var errTooMany = errors.New("too many entries")
 
 // commandAllowed reports whether one command's text matches the allow-list.
 func (h *Hook) commandAllowed(text string) bool {

@@ -102,3 +102,23 @@ func obj(t testing.TB, args map[string]any) string {
 
 // sh is the JSON arguments of a shell call.
 func sh(cmd string) map[string]any { return map[string]any{"command": cmd} }
+
+// requireShellDenied fails for each command line h allows.
+func requireShellDenied(t testing.TB, h *Hook, cmds ...string) {
+	t.Helper()
+	for _, cmd := range cmds {
+		if v := decide(t, h, "shell", obj(t, sh(cmd))); v.Allowed {
+			t.Errorf("%q was allowed", cmd)
+		}
+	}
+}
+
+// requireShellAllowed fails for each command line h denies.
+func requireShellAllowed(t testing.TB, h *Hook, cmds ...string) {
+	t.Helper()
+	for _, cmd := range cmds {
+		if v := decide(t, h, "shell", obj(t, sh(cmd))); !v.Allowed {
+			t.Errorf("%q was denied: %s", cmd, v.Reason)
+		}
+	}
+}

@@ -23,7 +23,8 @@ import (
 // glob, and must execute only allow-listed programs.
 
 // oracleTools are the programs the oracle's policy allows.
-var oracleTools = []string{"cat", "ls", "echo", "grep", "wc", "head", "sort", "true", "printf", "test", "["}
+var oracleTools = []string{"cat", "ls", "echo", "grep", "wc", "head", "sort", "true", "printf", "test", "[",
+	"sed", "awk", "find", "cp", "du"}
 
 // oracleSystem are path prefixes the programs load or consult on their
 // own (the dynamic loader, locales, user names for ls -l).
@@ -221,13 +222,21 @@ var oracleSeeds = []string{
 	"grep -r SECRET src", "ls -R", "cat src/../.env", "cat ~/.env", "printf '%s' x > secrets/new", "sort -o .env src/b.txt",
 	"cat config/.e[n]v", "cat {config,src}/.env", "cat con*/.env", "test -f .env && cat .env", "echo $'\\x2eenv'",
 	"cat \\.env", "cat '.env'", "cat \".env\"", "ls secrets", "cat $(echo .env)", "cat `echo .env`",
+	// Programs that run programs or read files their arguments do not name.
+	"sed -n 1p src/a.go", "sed -ne'1e cat .env' src/a.go", "sed -n '1eid' src/a.go", "sed '1r.env' src/a.go",
+	"sed 's/a/b/w.env' src/a.go", "sed --expr='1e id' src/a.go", "sed '\\%a%e id' src/a.go", "sed 's/[/]/x/e' src/a.go",
+	"sed -n 's/a/b/p' src/a.go", "awk '{print $1}' src/a.go", "awk 'BEGIN{ARGV[1]=\".env\";ARGC=2}{print}'",
+	"awk '{getline l < \".env\"; print l}' src/a.go", "awk 'BEGIN{system(\"id\")}'", "awk '{print > \".env\"}' src/a.go",
+	"find src -name '*.go'", "find . -name x", "find -L docs", "cp -r src docs/copy", "cp --recur config docs/c",
+	"grep --recur SECRET .", "grep --dir=recurse SECRET config", "ls --recur", "du -a config", "du -a docs",
 }
 
 // TestOracleCatchesViolations checks the oracle itself: commands that
 // break the policy, run directly, are reported.
 func TestOracleCatchesViolations(t *testing.T) {
 	o := newOracle(t)
-	for _, cmd := range []string{"cat .env", "cat out/secret", "cat secrets/key", "echo x > ../x", "id"} {
+	for _, cmd := range []string{"cat .env", "cat out/secret", "cat secrets/key", "echo x > ../x", "id",
+		"sed -n '1eid' src/a.go", "awk 'BEGIN{ARGV[1]=\".env\";ARGC=2}{print}'", "grep --recur SECRET ."} {
 		for _, sh := range o.shells {
 			if bad := o.run(t, sh, cmd); len(bad) == 0 {
 				t.Errorf("%s -c %q: the oracle saw no violation", sh, cmd)

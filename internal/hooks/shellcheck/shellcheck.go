@@ -148,6 +148,12 @@ type Word struct {
 	// Recursive is true when the command reads or writes everything
 	// beneath the path (grep -r, find, tar c, cp -r, git pathspec globs).
 	Recursive bool
+	// Git marks what git reads from the repository's work tree, index or
+	// history: .git directories beneath it are not content.
+	Git bool
+	// MaybeRevision marks a word git may read as a revision (HEAD, main):
+	// when it names no file, it stands for the whole repository.
+	MaybeRevision bool
 }
 
 // Analysis is what a command line would do, as far as it can be known statically.
@@ -777,15 +783,21 @@ func (a *analyzer) catalogue(i int, base string, args []word) {
 			rec = append(rec, ".") // the default operand
 		}
 	}
-	if base == "git" {
-		paths, globs := gitPaths(vals)
-		for _, p := range paths {
-			a.res.Words = append(a.res.Words, Word{Value: p, Command: name})
-		}
-		rec = append(rec, globs...)
-	}
 	for _, v := range rec {
 		a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true})
+	}
+	if base == "git" {
+		paths, globs, content, revs := gitPaths(vals)
+		for _, p := range paths {
+			// An object from history may be a tree: everything beneath it.
+			a.res.Words = append(a.res.Words, Word{Value: p, Command: name, Recursive: true, Git: true})
+		}
+		for _, v := range globs {
+			a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true, Git: true})
+		}
+		for _, v := range content {
+			a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true, Git: true, MaybeRevision: revs})
+		}
 	}
 }
 
