@@ -244,8 +244,8 @@ func TestBeforeScope(t *testing.T) {
 		// Shell commands under a scoped grant.
 		{"a shell redirect out of scope is denied", scoped, "shell", `{"command":"echo x > /etc/passwd","cwd":"allowed"}`, false, RuleScopedCapabilities},
 		{"a shell argument traversing out is denied", scoped, "shell", `{"command":"cat ../other/x","cwd":"allowed"}`, false, RuleScopedCapabilities},
-		{"a shell option value out of scope is denied", scoped, "shell", `{"command":"tar -xf x.tar --directory=/tmp","cwd":"allowed"}`, false, RuleScopedCapabilities},
-		{"a shell attached option value out of scope is denied", scoped, "shell", `{"command":"make -C..","cwd":"allowed"}`, false, RuleScopedCapabilities},
+		{"a shell option value out of scope is denied", scoped, "shell", `{"command":"tar -tf x.tar --directory=/tmp","cwd":"allowed"}`, false, RuleScopedCapabilities},
+		{"a shell attached option value out of scope is denied", scoped, "shell", `{"command":"grep -f../other/x y","cwd":"allowed"}`, false, RuleScopedCapabilities},
 		{"a shell cd is denied", scoped, "shell", `{"command":"cd sub && cat x","cwd":"allowed"}`, false, RuleInvalidArguments},
 		{"a shell builtin cd is denied", scoped, "shell", `{"command":"builtin cd ..; cat x","cwd":"allowed"}`, false, RuleInvalidArguments},
 		{"a nested shell is denied", scoped, "shell", `{"command":"sh -c 'cat x'","cwd":"allowed"}`, false, RuleInvalidArguments},
@@ -272,6 +272,13 @@ func TestBeforeScope(t *testing.T) {
 		{"a dot command is denied", scoped, "shell", `{"command":". ./env.sh","cwd":"allowed"}`, false, RuleInvalidArguments},
 		{"a path after a colon is checked", scoped, "shell", `{"command":"scp a host:/etc/x","cwd":"allowed"}`, false, RuleScopedCapabilities},
 		{"a shell cwd escaping via symlink is denied", scoped, "shell", `{"command":"ls","cwd":"allowed/escape"}`, false, RuleScopedCapabilities},
+		{"a program that runs programs is denied", scoped, "shell", `{"command":"find . -exec cat /etc/passwd ;","cwd":"allowed"}`, false, RuleInvalidArguments},
+		{"a go test -exec is denied", scoped, "shell", `{"command":"go test --exec=/bin/sh ./...","cwd":"allowed"}`, false, RuleInvalidArguments},
+		{"sed's e command is denied", scoped, "shell", `{"command":"sed -n 1eid file.txt","cwd":"allowed"}`, false, RuleInvalidArguments},
+		{"a recursive reader through an escaping symlink is denied", scoped, "shell", `{"command":"grep -R x .","cwd":"allowed"}`, false, RuleScopedCapabilities},
+		{"an abbreviated recursive option is read as one", scoped, "shell", `{"command":"grep --recur x .","cwd":"allowed"}`, false, RuleScopedCapabilities},
+		{"a git revision reads the whole repository", scoped, "shell", `{"command":"git show HEAD","cwd":"allowed"}`, false, RuleScopedCapabilities},
+		{"a git object path out of scope is denied", scoped, "shell", `{"command":"git show origin/main:../other/x","cwd":"allowed"}`, false, RuleScopedCapabilities},
 		{"a process command out of scope is denied", scoped, "process", `{"command":"cat /etc/shadow","working_directory":"allowed"}`, false, RuleScopedCapabilities},
 
 		// apply_patch names its files in the patch text.

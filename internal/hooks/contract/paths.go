@@ -169,7 +169,7 @@ func (h *ContractScope) callPaths(m *pathguard.Memo, call *hooks.Call) ([]callPa
 			if !ok {
 				return nil, fmt.Errorf("argument %q is neither a string nor a list of strings", key)
 			}
-			words, err := shellPaths(s, base)
+			words, err := shellPaths(s, base, h.paths.Real)
 			if err != nil {
 				return nil, err
 			}

@@ -2,7 +2,9 @@ package contract
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
@@ -46,8 +48,15 @@ var refusedCommands = map[string]string{
 // that `builtin cd` and `xargs sh` are caught too), or a "." command, is an
 // error, because the relative paths after it could not be resolved
 // correctly. The paths returned are the candidates (see candidates) of
-// every word, and every glob match; relative ones resolve against base.
-func shellPaths(cmd, base string) ([]string, error) {
+// every word, and every glob match; relative ones resolve against base
+// (root, the workspace root, when empty). Recursive readers (grep -r,
+// find, git diff, ...) add the targets of the symlinks beneath what they
+// name, and commands using catalogued options that run programs or write
+// files (find -exec, sed's e command, go test -exec) are errors.
+func shellPaths(cmd, base, root string) ([]string, error) {
+	if base == "" {
+		base = root // the workspace root
+	}
 	an, err := shellcheck.AnalyzeDialects(cmd, shellcheck.AllDialects)
 	if err != nil {
 		return nil, fmt.Errorf("the command cannot be parsed: %w", err)
@@ -69,6 +78,9 @@ func shellPaths(cmd, base string) ([]string, error) {
 		if err := refused(c.Name); err != nil {
 			return nil, err
 		}
+		if len(c.Risky) > 0 {
+			return nil, fmt.Errorf("%q uses %q, which runs programs or writes files that no path word names", c.Text, c.Risky)
+		}
 	}
 	add := func(v, glob string, ext bool) error {
 		if err := refused(v); err != nil {
@@ -89,6 +101,13 @@ func shellPaths(cmd, base string) ([]string, error) {
 		if err := add(w.Value, w.Glob, w.ExtGlob); err != nil {
 			return nil, err
 		}
+		if w.Recursive {
+			more, err := beneath(w, base, root)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, more...)
+		}
 	}
 	for _, r := range an.Redirects {
 		if err := add(r.Target, r.Pattern, r.ExtGlob); err != nil {
@@ -96,6 +115,88 @@ func shellPaths(cmd, base string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxBeneath bounds the entries beneath walks.
+const maxBeneath = 20000
+
+// beneath returns what a recursive reader's operand w reaches besides
+// itself: the targets of the symlinks beneath it (followed into the
+// directories they name), and for a git revision that names no file, the
+// repository it reads: the nearest directory at or above base holding
+// .git, within root (the workspace), else root.
+func beneath(w shellcheck.Word, base, root string) ([]string, error) {
+	top := w.Value
+	if !filepath.IsAbs(top) {
+		top = filepath.Join(base, top)
+	}
+	fi, err := os.Stat(top)
+	if err != nil {
+		if w.MaybeRevision {
+			return []string{repoRoot(base, root)}, nil
+		}
+		return nil, nil //nolint:nilerr // nothing to descend into
+	}
+	if !fi.IsDir() {
+		return nil, nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	n := 0
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		if seen[dir] {
+			return nil
+		}
+		seen[dir] = true
+		var linked []string
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || p == dir {
+				return nil //nolint:nilerr // unreadable entries are not read by the command either
+			}
+			if n++; n > maxBeneath {
+				return fmt.Errorf("%q reads beneath %q, which holds more than %d entries to check", w.Command, w.Value, maxBeneath)
+			}
+			if d.Type()&fs.ModeSymlink == 0 {
+				return nil
+			}
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				return nil //nolint:nilerr // a dangling link reads nothing
+			}
+			out = append(out, real)
+			if st, err := os.Stat(real); err == nil && st.IsDir() {
+				linked = append(linked, real)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, l := range linked {
+			if err := walk(l); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(top); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// repoRoot is the nearest directory at or above base with a .git entry,
+// not above root; root when there is none.
+func repoRoot(base, root string) string {
+	for d := base; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if d == root || filepath.Dir(d) == d {
+			return root
+		}
+	}
 }
 
 // refused returns an error when the word v names a refused command.
