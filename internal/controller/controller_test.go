@@ -289,6 +289,40 @@ func TestReconcileReportsAnInvalidGlobWhileValidPoliciesStillApply(t *testing.T)
 	}
 }
 
+// TestReconcileWarnsOfArbitraryProgramsWithAnEvent: a policy whose shell
+// allow-list lets an agent run arbitrary programs is accepted and applied,
+// with a Warning condition and one Warning Event naming each such entry.
+func TestReconcileWarnsOfArbitraryProgramsWithAnEvent(t *testing.T) {
+	h := startHarness(t)
+	ctx := context.Background()
+	h.namespace("team-l")
+	pod := h.gatewayPod("team-l", "gw", nil)
+	p := autonomy("team-l", "runner", policyv1alpha1.AutonomyPolicySpec{Workspace: &policyv1alpha1.Workspace{Root: "/workspace"},
+		Shell: &policyv1alpha1.ShellPolicy{Allow: true, AllowedCommands: []string{"git status", "python3 *", "npm run *"}}})
+	h.create(p)
+	h.waitHooks(pod, "AutonomyPolicy/team-l/runner")
+	h.waitStatus(p, func() *policyv1alpha1.PolicyStatus { return &p.Status }, metav1.ConditionTrue, policyv1alpha1.ReasonCompiled, 1)
+	if w := meta.FindStatusCondition(p.Status.Conditions, policyv1alpha1.ConditionWarning); w == nil ||
+		w.Status != metav1.ConditionTrue || w.Reason != policyv1alpha1.ReasonArbitraryPrograms {
+		t.Fatalf("Warning condition = %+v", w)
+	}
+	var events eventsv1.EventList
+	h.eventually("an ArbitraryPrograms event regarding the policy", func() (bool, string) {
+		if err := h.c.List(ctx, &events, client.InNamespace("team-l")); err != nil {
+			return false, err.Error()
+		}
+		n := countEvents(events.Items, "runner", policyv1alpha1.ReasonArbitraryPrograms)
+		return n == 1, fmt.Sprint(n, " events")
+	})
+	ev := events.Items[slices.IndexFunc(events.Items, func(e eventsv1.Event) bool {
+		return e.Regarding.Name == "runner" && e.Reason == policyv1alpha1.ReasonArbitraryPrograms
+	})]
+	if ev.Type != corev1.EventTypeWarning || ev.Regarding.Kind != "AutonomyPolicy" ||
+		!strings.Contains(ev.Note, `"python3 *"`) || !strings.Contains(ev.Note, `"npm run *"`) || strings.Contains(ev.Note, "git status") {
+		t.Errorf("event = type %s note %q regarding %s, want a Warning on the AutonomyPolicy naming the two runner entries", ev.Type, ev.Note, ev.Regarding.Kind)
+	}
+}
+
 func countEvents(items []eventsv1.Event, regarding, reason string) int {
 	n := 0
 	for _, e := range items {

@@ -73,7 +73,8 @@ func Lint(allowed []string) []Finding {
 		prog := path.Base(fields[0])
 		switch {
 		case p == "*":
-			out = append(out, Finding{p, "allows every command"})
+			out = append(out, Finding{p, "allows every command: a program it runs may open any file, forbidden paths included, " +
+				"where the command line does not name them (only the gateway's own shell tool checks each open at run time)"})
 		case fields[0] == "*" || strings.ContainsAny(fields[0], "*?"):
 			out = append(out, Finding{p, "allows any program name"})
 		case wild && runners[prog] != "":
