@@ -82,6 +82,16 @@ func TestCheckDecidesSampleCallsLikeTheGateway(t *testing.T) {
 			args: `{"path":"README.md"}`, extra: []string{"--sender", "ci-bot-7", "--session", "s", "--channel", "c"},
 			wantCode: 0, wantOut: []string{"allowed"}},
 		{name: "no arguments mean an empty object", tool: "list_dir", args: ``, wantCode: 0, wantOut: []string{"allowed"}},
+		{name: "go test's two-dash -exec runs a program the entry does not name", tool: "shell",
+			args: `{"command":"go test --exec=/bin/sh ./..."}`, wantCode: 1, wantOut: []string{"rule:   shellAllowList", "-exec"}},
+		{name: "a -toolexec after the packages counts", tool: "shell",
+			args: `{"command":"go build ./... -toolexec /tmp/x"}`, wantCode: 1, wantOut: []string{"rule:   shellAllowList", "-toolexec"}},
+		{name: "a git object from any revision is checked against the forbidden globs", tool: "shell",
+			args: `{"command":"git diff origin/main:.env"}`, wantCode: 1, wantOut: []string{"rule:   forbiddenPathGlobs"}},
+		{name: "an external diff driver runs a program", tool: "shell",
+			args: `{"command":"git diff --ext-diff"}`, wantCode: 1, wantOut: []string{"rule:   shellAllowList"}},
+		{name: "git log without a patch is allowed", tool: "shell", args: `{"command":"git log --oneline"}`,
+			wantCode: 0, wantOut: []string{"allowed"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

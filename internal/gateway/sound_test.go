@@ -439,3 +439,43 @@ func TestWithoutLandlockToolCallsAreRefusedUnlessTheSandboxIsOff(t *testing.T) {
 		t.Error("the default sandbox is not Landlock on this kernel")
 	}
 }
+
+// TestProgramsThatRunProgramsThroughDecisionsAndTheShellTool: options that
+// run programs, git objects and content readers, and recursive readers are
+// denied by /v1/decisions (the static check agents that run tools
+// themselves get) and by the gateway's shell tool, with nothing run.
+func TestProgramsThatRunProgramsThroughDecisionsAndTheShellTool(t *testing.T) {
+	s := newSoundEnv(t, listedPolicy)
+	for _, cmd := range []string{
+		"go test --exec='sh -c \"touch pwned\"' ./...",
+		"go vet --vettool=/bin/true ./...",
+		"go build -ldflags=-extld=/bin/true ./...",
+		"go -C . generate ./...",
+		"git grep -O'touch pwned' package",
+		"git show origin/main:.env",
+		"git show :0:.env",
+		"git log -p",
+		"git diff --no-index src .",
+		"grep --recur API_KEY .",
+		"grep --dir=recurse API_KEY .",
+		"ls --recur",
+	} {
+		args := fmt.Sprintf(`{"command":%q}`, cmd)
+		s.calls++ // a decision is audited like a call
+		if d := s.decide("shell", args); d.Allowed || d.Denial == nil {
+			t.Errorf("/v1/decisions allowed %q: %+v", cmd, d)
+		}
+		r := s.run("shell", args)
+		if r.Status != "denied" {
+			t.Errorf("the shell tool ran %q: %+v", cmd, r)
+		}
+		noSecrets(t, cmd, r)
+	}
+	for _, cmd := range []string{"git diff -- src", "grep -r package src", "ls src"} {
+		s.calls++
+		if d := s.decide("shell", fmt.Sprintf(`{"command":%q}`, cmd)); !d.Allowed {
+			t.Errorf("/v1/decisions denied %q: %+v", cmd, d.Denial)
+		}
+	}
+	s.sentinelsIntact()
+}
