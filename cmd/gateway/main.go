@@ -25,6 +25,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/contract"
 	"github.com/toolhooks/toolhooks/internal/plugins"
 	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
@@ -60,6 +61,9 @@ type flags struct {
 	kube            kubeFlags
 	mcp             mcpFlags
 	auth            authFlags
+	budgets         contract.BudgetConfig
+	// pluginMaxTimeouts: calls in a row a stdio plugin may let time out.
+	pluginMaxTimeouts int
 }
 
 // defaultGOGC is the gateway's garbage collector percentage unless --gogc or
@@ -98,11 +102,29 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"most HTTP connections served at once; further ones wait in the kernel's backlog (0: no limit)")
 	fs.DurationVar(&f.idleTimeout, "http-idle-timeout", 30*time.Second, "close keep-alive connections idle this long")
 	f.auth.register(fs)
+	fs.DurationVar(&f.budgets.SessionTTL, "budget-session-ttl", contract.DefaultSessionTTL,
+		"forget a session's call count after it has made no call this long")
+	fs.IntVar(&f.budgets.MaxSessions, "budget-max-sessions", contract.DefaultMaxSessions,
+		"most sessions with a call budget tracked at once; a new session beyond it is denied until others expire")
+	fs.IntVar(&f.budgets.MaxSessionsPerSender, "budget-max-sessions-per-caller", contract.DefaultMaxSessionsPerSender,
+		"most live budget sessions of one caller, so that one caller cannot fill the table for everyone")
+	fs.IntVar(&f.pluginMaxTimeouts, "plugin-max-timeouts", plugins.DefaultMaxTimeouts,
+		"kill and restart a stdio plugin after this many calls in a row timed out")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if f.budgets.SessionTTL <= 0 || f.budgets.MaxSessions <= 0 || f.budgets.MaxSessionsPerSender <= 0 {
+		return f, errors.New("--budget-session-ttl, --budget-max-sessions and --budget-max-sessions-per-caller must be positive")
+	}
+	if f.budgets.MaxSessionsPerSender > f.budgets.MaxSessions {
+		return f, fmt.Errorf("--budget-max-sessions-per-caller %d is more than --budget-max-sessions %d",
+			f.budgets.MaxSessionsPerSender, f.budgets.MaxSessions)
+	}
+	if f.pluginMaxTimeouts < 1 {
+		return f, fmt.Errorf("--plugin-max-timeouts %d: must be at least 1", f.pluginMaxTimeouts)
 	}
 	if *gogc < 1 {
 		return f, fmt.Errorf("--gogc %d: must be at least 1 (GOGC=off switches the collector off)", *gogc)
@@ -177,7 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		debug.SetGCPercent(f.gogc)
 	}
 	reg := gateway.NewRegistry()
-	pluginHost, err := plugins.New(plugins.Options{Logger: log, Registry: reg})
+	pluginHost, err := plugins.New(plugins.Options{Logger: log, Registry: reg, MaxTimeouts: f.pluginMaxTimeouts})
 	if err != nil {
 		return err
 	}
@@ -188,6 +210,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	opts := gateway.Options{
 		Sandbox:     sb,
+		Budgets:     f.budgets,
 		Workspace:   f.workspace,
 		ToolTimeout: f.toolTimeout,
 		Audit:       f.audit.sink(stdout),

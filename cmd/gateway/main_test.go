@@ -30,6 +30,10 @@ func TestParseFlags(t *testing.T) {
 		{"stray arguments", []string{"--workspace", ws, "extra"}, "unexpected arguments: extra"},
 		{"an unknown sandbox", []string{"--workspace", ws, "--sandbox", "none"}, `--sandbox "none"`},
 		{"a relative sandbox dir", []string{"--workspace", ws, "--sandbox-read-exec-dirs", "/usr,bin"}, `"bin" is not an absolute path`},
+		{"no budget table", []string{"--workspace", ws, "--budget-max-sessions", "0"}, "must be positive"},
+		{"a caller's share over the table", []string{"--workspace", ws, "--budget-max-sessions", "10",
+			"--budget-max-sessions-per-caller", "11"}, "is more than --budget-max-sessions 10"},
+		{"no plugin timeouts", []string{"--workspace", ws, "--plugin-max-timeouts", "0"}, "--plugin-max-timeouts 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

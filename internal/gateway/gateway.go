@@ -46,6 +46,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/hooks/contract"
 	"github.com/toolhooks/toolhooks/internal/sandbox"
 	"github.com/toolhooks/toolhooks/internal/tools"
 )
@@ -80,6 +81,9 @@ type Options struct {
 	// Tools are the tools the gateway runs; nil means the built-in tools
 	// (internal/tools) in Workspace with their default limits.
 	Tools []hooks.Tool
+	// Budgets configures the policies' per-session call budgets: the idle
+	// TTL, the table's size and each caller's share of it.
+	Budgets contract.BudgetConfig
 	// ToolTimeout bounds each tool run (0 means hooks.DefaultToolTimeout;
 	// negative means none).
 	ToolTimeout time.Duration
@@ -200,7 +204,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	s := &Server{opts: opts, log: opts.Logger, tools: opts.Tools, state: gatewayconfig.NewState(),
+	s := &Server{opts: opts, log: opts.Logger, tools: opts.Tools, state: gatewayconfig.NewStateWithBudgets(opts.Budgets),
 		native: slices.Clone(opts.Native), nativeSet: nativeSet}
 	s.opts.Native = s.native
 	if s.opts.Sandbox == nil {

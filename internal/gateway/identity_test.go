@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/hooks/contract"
 )
 
 // TestCallersMustAuthenticate: every call API refuses a caller without a
@@ -140,5 +141,47 @@ spec: {maxToolCalls: 2}
 	}
 	if got := status(agentToken); got != "denied:maxToolCalls" {
 		t.Fatalf("agent's third call: %s", got)
+	}
+}
+
+// TestOneCallerCannotFillTheBudgetTable: with a per-caller share of the
+// session table, a caller at its share is denied new sessions while another
+// caller still starts them.
+func TestOneCallerCannotFillTheBudgetTable(t *testing.T) {
+	e := newEnv(t, func(o *gateway.Options) {
+		o.Budgets = contract.BudgetConfig{MaxSessions: 10, MaxSessionsPerSender: 2}
+	})
+	e.mustPush(compileYAML(t, e.ws, `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: ContractPolicy
+metadata: {name: budget}
+spec: {maxToolCalls: 5}
+`))
+	status := func(tok, session string) string {
+		t.Helper()
+		code, body := e.postAs(tok, "/v1/tool-calls", map[string]any{"sessionId": session, "tool": "read_file",
+			"arguments": map[string]string{"path": "README.md"}})
+		if code != http.StatusOK {
+			t.Fatalf("answered %d %s", code, body)
+		}
+		var r gateway.ToolCallResponse
+		mustUnmarshal(t, body, &r)
+		if r.Denial != nil {
+			return r.Status + ":" + r.Denial.Rule + ":" + r.Denial.Reason
+		}
+		return r.Status
+	}
+	for _, s := range []string{"a", "b"} {
+		if got := status(otherToken, s); got != "succeeded" {
+			t.Fatalf("session %s within the share: %s", s, got)
+		}
+	}
+	if got := status(otherToken, "c"); !strings.HasPrefix(got, "denied:maxToolCalls:") || !strings.Contains(got, "sessions") {
+		t.Errorf("a third session of the same caller: %s, want a denial about its sessions", got)
+	}
+	if got := status(otherToken, "a"); got != "succeeded" {
+		t.Errorf("a live session of the caller at its share: %s", got)
+	}
+	if got := status(agentToken, "c"); got != "succeeded" {
+		t.Errorf("another caller's new session: %s", got)
 	}
 }

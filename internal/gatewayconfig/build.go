@@ -82,14 +82,19 @@ func AutonomyConfig(h Hook, traits ToolTraits) autonomy.Config {
 // State carries runtime state of policies across configuration pushes, so a
 // new revision does not reset sessions' budgets.
 type State struct {
-	mu      sync.Mutex
-	budgets map[string]*contract.Budgets
-	windows map[string]*ratelimit.Windows // by policy and rules (windowsKey)
+	mu        sync.Mutex
+	budgetCfg contract.BudgetConfig
+	budgets   map[string]*contract.Budgets
+	windows   map[string]*ratelimit.Windows // by policy and rules (windowsKey)
 }
 
-// NewState returns empty state.
-func NewState() *State {
-	return &State{budgets: map[string]*contract.Budgets{}, windows: map[string]*ratelimit.Windows{}}
+// NewState returns empty state whose budgets use the defaults.
+func NewState() *State { return NewStateWithBudgets(contract.BudgetConfig{}) }
+
+// NewStateWithBudgets returns empty state whose policies' budgets are
+// configured by cfg (session TTL and caps).
+func NewStateWithBudgets(cfg contract.BudgetConfig) *State {
+	return &State{budgetCfg: cfg, budgets: map[string]*contract.Budgets{}, windows: map[string]*ratelimit.Windows{}}
 }
 
 // windowsFor returns the rate-limit windows of a policy's rules: kept across
@@ -127,7 +132,7 @@ func (s *State) budgetsFor(key string) (*contract.Budgets, error) {
 	if b, ok := s.budgets[key]; ok {
 		return b, nil
 	}
-	b, err := contract.NewBudgets(contract.BudgetConfig{})
+	b, err := contract.NewBudgets(s.budgetCfg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"container/heap"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,9 @@ const (
 	// DefaultMaxPending caps reservations awaiting their after-callback;
 	// beyond it reservations are committed at once (never released).
 	DefaultMaxPending = 1 << 16
+	// DefaultMaxSessionsPerSender caps the live sessions of one caller, so
+	// that one caller cannot fill the table for everyone.
+	DefaultMaxSessionsPerSender = 10_000
 )
 
 // BudgetConfig configures Budgets.
@@ -38,6 +42,11 @@ type BudgetConfig struct {
 	PendingTTL time.Duration
 	// MaxPending caps reservations awaiting their after-callback. DefaultMaxPending when 0.
 	MaxPending int
+	// MaxSessionsPerSender caps the live sessions of one caller (the
+	// authenticated identity; calls without one share a single quota); a
+	// new session over it is denied. DefaultMaxSessionsPerSender when 0,
+	// and never more than MaxSessions.
+	MaxSessionsPerSender int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -55,16 +64,23 @@ type BudgetConfig struct {
 // committed+inflight never exceeds the budget, whatever the concurrency;
 // After commits the reservation, or releases it when a later hook denied the
 // call.
+//
+// Sessions expire through a min-heap ordered by when each was last seen
+// to be used, so that finding the expired ones costs O(log n) each and a
+// full table with none expired answers in O(1).
 type Budgets struct {
 	ttl        time.Duration
 	maxSess    int
+	maxPerSend int
 	pendingTTL time.Duration
 	maxPending int
 	now        func() time.Time
 
 	mu        sync.RWMutex
 	sessions  map[string]*session
-	lastSweep atomic.Int64 // unix nanoseconds
+	expiry    expiryHeap     // every session, by at
+	perSender map[string]int // live sessions of each sender
+	lastSweep atomic.Int64   // unix nanoseconds
 
 	pmu     sync.Mutex
 	pending map[*hooks.Call]reservation
@@ -74,6 +90,35 @@ type Budgets struct {
 type session struct {
 	state    atomic.Uint64
 	lastUsed atomic.Int64 // unix nanoseconds
+
+	// Under Budgets.mu: the table key, the sender whose quota it counts
+	// against, its place in the expiry heap, and the lastUsed it is ordered
+	// by there (never after lastUsed).
+	key, sender string
+	index       int
+	at          int64
+}
+
+// expiryHeap orders sessions by at (container/heap).
+type expiryHeap []*session
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h expiryHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *expiryHeap) Push(x any) {
+	s := x.(*session)
+	s.index = len(*h)
+	*h = append(*h, s)
+}
+func (h *expiryHeap) Pop() any {
+	old := *h
+	s := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return s
 }
 
 // reservation is a slot taken in Before and awaiting After.
@@ -92,15 +137,21 @@ func NewBudgets(cfg BudgetConfig) (*Budgets, error) {
 	if cfg.SessionTTL < 0 || cfg.MaxSessions < 0 || cfg.PendingTTL < 0 || cfg.MaxPending < 0 {
 		return nil, fmt.Errorf("budget configuration: durations and caps must not be negative")
 	}
+	if cfg.MaxSessionsPerSender < 0 {
+		return nil, fmt.Errorf("budget configuration: the per-sender session cap must not be negative")
+	}
 	b := &Budgets{
 		ttl:        orDefault(cfg.SessionTTL, DefaultSessionTTL),
 		maxSess:    orDefault(cfg.MaxSessions, DefaultMaxSessions),
+		maxPerSend: orDefault(cfg.MaxSessionsPerSender, DefaultMaxSessionsPerSender),
 		pendingTTL: orDefault(cfg.PendingTTL, DefaultPendingTTL),
 		maxPending: orDefault(cfg.MaxPending, DefaultMaxPending),
 		now:        cfg.Now,
 		sessions:   make(map[string]*session),
+		perSender:  make(map[string]int),
 		pending:    make(map[*hooks.Call]reservation),
 	}
+	b.maxPerSend = min(b.maxPerSend, b.maxSess)
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -159,6 +210,7 @@ const (
 	reserved reserveResult = iota
 	overBudget
 	tableFull
+	senderFull
 )
 
 // reserve takes one slot of sessionID's budget max for call. The lookup and
@@ -182,17 +234,26 @@ func (b *Budgets) reserve(call *hooks.Call, max int) reserveResult {
 	b.mu.RUnlock()
 
 	b.mu.Lock()
-	s = b.sessions[budgetKey(call)]
+	key := budgetKey(call)
+	s = b.sessions[key]
 	if s == nil {
-		if len(b.sessions) >= b.maxSess {
-			b.sweepSessionsLocked(now)
+		sender := senderOf(call)
+		if len(b.sessions) >= b.maxSess || b.perSender[sender] >= b.maxPerSend {
+			b.expireLocked(now)
 		}
-		if len(b.sessions) >= b.maxSess {
+		switch {
+		case len(b.sessions) >= b.maxSess:
 			b.mu.Unlock()
 			return tableFull
+		case b.perSender[sender] >= b.maxPerSend:
+			b.mu.Unlock()
+			return senderFull
 		}
-		s = &session{}
-		b.sessions[budgetKey(call)] = s
+		s = &session{key: key, sender: sender, at: now}
+		s.lastUsed.Store(now)
+		b.sessions[key] = s
+		b.perSender[sender]++
+		heap.Push(&b.expiry, s)
 	}
 	ok := s.tryReserve(max, now)
 	b.mu.Unlock()
@@ -201,6 +262,14 @@ func (b *Budgets) reserve(call *hooks.Call, max int) reserveResult {
 	}
 	b.track(call, s, now)
 	return reserved
+}
+
+// senderOf is the caller a new session counts against.
+func senderOf(call *hooks.Call) string {
+	if call.Caller == nil {
+		return ""
+	}
+	return call.Caller.Username
 }
 
 // tryReserve adds one in-flight call if committed+inflight < max.
@@ -279,15 +348,34 @@ func (b *Budgets) maybeSweep(now int64) {
 	}
 	b.pmu.Unlock()
 	b.mu.Lock()
-	b.sweepSessionsLocked(now)
+	b.expireLocked(now)
 	b.mu.Unlock()
 }
 
-// sweepSessionsLocked forgets sessions idle for the TTL with nothing in flight.
-func (b *Budgets) sweepSessionsLocked(now int64) {
-	for id, s := range b.sessions {
-		if now-s.lastUsed.Load() >= int64(b.ttl) && s.state.Load()&inflightMask == 0 {
-			delete(b.sessions, id)
+// expireLocked forgets the sessions idle for the TTL with nothing in
+// flight, oldest first, stopping at the first that is not idle that long.
+// A session used since it was ordered moves to its place; one with a call
+// in flight waits another TTL.
+func (b *Budgets) expireLocked(now int64) {
+	ttl := int64(b.ttl)
+	for len(b.expiry) > 0 {
+		s := b.expiry[0]
+		if now-s.at < ttl {
+			return
+		}
+		switch last := s.lastUsed.Load(); {
+		case last > s.at:
+			s.at = last
+			heap.Fix(&b.expiry, 0)
+		case s.state.Load()&inflightMask != 0:
+			s.at = now
+			heap.Fix(&b.expiry, 0)
+		default:
+			heap.Pop(&b.expiry)
+			delete(b.sessions, s.key)
+			if b.perSender[s.sender]--; b.perSender[s.sender] == 0 {
+				delete(b.perSender, s.sender)
+			}
 		}
 	}
 }

@@ -258,6 +258,73 @@ func TestBudgetTableFullDeniesNewSessionsAndKeepsLiveOnes(t *testing.T) {
 	}
 }
 
+// TestBudgetPerSenderQuotaKeepsTheTableForOthers: one caller opening
+// sessions without end fills its own quota, not the table; others still
+// start sessions, and the caller's expired sessions make room for it again.
+func TestBudgetPerSenderQuotaKeepsTheTableForOthers(t *testing.T) {
+	clk := newClock()
+	h := budgetHook(t, 5, BudgetConfig{SessionTTL: time.Hour, MaxSessions: 10, MaxSessionsPerSender: 3, Now: clk.Now})
+	as := func(who, session string) *hooks.Call {
+		c := sessionCall(session)
+		c.Caller = &hooks.Identity{Username: who}
+		return c
+	}
+	for i := range 3 {
+		if v := run(h, as("greedy", fmt.Sprint("g", i)), hooks.StatusSucceeded); !v.Allowed {
+			t.Fatalf("session %d within the quota: %s", i, v.Reason)
+		}
+	}
+	v := run(h, as("greedy", "g3"), hooks.StatusSucceeded)
+	if v.Allowed || v.Rule != RuleMaxToolCalls || !strings.Contains(v.Reason, `"greedy"`) {
+		t.Fatalf("a session over the caller's quota = %+v, want a denial naming the caller", v)
+	}
+	if v := run(h, as("greedy", "g0"), hooks.StatusSucceeded); !v.Allowed {
+		t.Fatalf("a live session of a caller at its quota: %s", v.Reason)
+	}
+	for i := range 3 {
+		if v := run(h, as("other", fmt.Sprint("o", i)), hooks.StatusSucceeded); !v.Allowed {
+			t.Fatalf("another caller's session %d: %s", i, v.Reason)
+		}
+	}
+	// g0 was used 30 minutes later than g1 and g2: only those two expire.
+	clk.Add(30 * time.Minute)
+	run(h, as("greedy", "g0"), hooks.StatusSucceeded)
+	clk.Add(40 * time.Minute)
+	for i, want := range []bool{true, true, false} {
+		if v := run(h, as("greedy", fmt.Sprint("n", i)), hooks.StatusSucceeded); v.Allowed != want {
+			t.Errorf("new session %d after two expired: allowed=%v, want %v (%s)", i, v.Allowed, want, v.Reason)
+		}
+	}
+	if got, _ := h.Budgets().Used("greedy\x00g0"); got != 3 {
+		t.Errorf("the session used within its TTL holds %d calls, want 3 (it must not have expired)", got)
+	}
+}
+
+// TestBudgetExpiryFollowsUseNotCreation: the table evicts the sessions idle
+// longest, whatever order they were created in.
+func TestBudgetExpiryFollowsUseNotCreation(t *testing.T) {
+	clk := newClock()
+	h := budgetHook(t, 100, BudgetConfig{SessionTTL: time.Hour, MaxSessions: 3, Now: clk.Now})
+	for _, s := range []string{"a", "b", "c"} {
+		run(h, sessionCall(s), hooks.StatusSucceeded)
+		clk.Add(time.Minute)
+	}
+	clk.Add(50 * time.Minute)
+	run(h, sessionCall("a"), hooks.StatusSucceeded) // a is now the most recent
+	clk.Add(15 * time.Minute)                       // b and c idle > 1h, a 15 min
+	for _, s := range []string{"d", "e"} {
+		if v := run(h, sessionCall(s), hooks.StatusSucceeded); !v.Allowed {
+			t.Fatalf("new session %s with two expired sessions in a full table: %s", s, v.Reason)
+		}
+	}
+	if v := run(h, sessionCall("f"), hooks.StatusSucceeded); v.Allowed {
+		t.Fatal("a fourth session fit a full table of live sessions")
+	}
+	if got, _ := h.Budgets().Used("a"); got != 2 {
+		t.Errorf("session a holds %d calls, want 2: a live session was evicted", got)
+	}
+}
+
 func TestBudgetCommitsReservationsThatNeverSettle(t *testing.T) {
 	clk := newClock()
 	h := budgetHook(t, 10, BudgetConfig{PendingTTL: time.Minute, MaxPending: 3, Now: clk.Now})

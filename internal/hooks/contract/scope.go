@@ -151,6 +151,10 @@ func (h *ContractScope) Before(ctx context.Context, call *hooks.Call) (hooks.Ver
 			return hooks.Deny(RuleMaxToolCalls, fmt.Sprintf(
 				"The call budget table is full (%d sessions within their idle timeout); session %q cannot start a budget until others expire",
 				h.budgets.maxSess, call.SessionID)), nil
+		case senderFull:
+			return hooks.Deny(RuleMaxToolCalls, fmt.Sprintf(
+				"Caller %q has %d sessions with a budget within their idle timeout, its limit; session %q cannot start one until some expire",
+				senderOf(call), h.budgets.maxPerSend, call.SessionID)), nil
 		}
 	}
 	return hooks.Allow, nil
