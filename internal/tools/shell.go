@@ -43,7 +43,9 @@ const shellWaitDelay = 2 * time.Second
 //     /dev/null, and reading /dev/zero and /dev/urandom, are exempt, and
 //     /dev/stdout, /dev/stderr, /dev/fd/1 and /dev/fd/2 name the command's
 //     own output (never the gateway's);
-//   - glob expansion lists only directories in the workspace;
+//   - glob expansion lists only directories in the workspace, without the
+//     names the guard refuses to open for reading (they expand as if
+//     absent);
 //   - what the interpreter's tests ([ -e ], [[ -s ]], -nt, -r ...) and cd
 //     look at is shown to the guard as a file opened for reading and looked
 //     at beneath the workspace; a path outside it or one the guard refuses
@@ -440,18 +442,41 @@ func clearNonblock(f *os.File) error {
 	return syscall.SetNonblock(int(f.Fd()), false)
 }
 
-// readDir lists a directory for glob expansion; only the workspace's.
+// readDir lists a directory for glob expansion: only the workspace's, and
+// without the names the guard refuses to open for reading, so that a
+// forbidden name expands as if it did not exist. A refused path is itself
+// reported missing (the expansion also reads a pattern's literal parts, a
+// file's among them, to learn whether they exist).
 func (s *shellRun) readDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
 	hc := interp.HandlerCtx(ctx)
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(hc.Dir, path)
 	}
-	f, err := s.w.openBeneath(filepath.Clean(path), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	path = filepath.Clean(path)
+	absent := &os.PathError{Op: opOpen, Path: path, Err: syscall.ENOENT}
+	if s.guard.Refuses(ctx, path) {
+		return nil, absent
+	}
+	f, err := s.w.openBeneath(path, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
-	return f.ReadDir(-1)
+	real, err := fdPath(f)
+	if err != nil {
+		return nil, fmt.Errorf("locating %s: %w", path, err)
+	}
+	if real != path && s.guard.Refuses(ctx, real) {
+		return nil, absent
+	}
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(entries, func(e fs.DirEntry) bool {
+		return s.guard.Refuses(ctx, filepath.Join(path, e.Name())) ||
+			real != path && s.guard.Refuses(ctx, filepath.Join(real, e.Name()))
+	}), nil
 }
 
 // cappedBuffer keeps the first max bytes written to it and counts the rest.

@@ -193,3 +193,87 @@ func TestShellFileTestsInTheWorkspaceAnswerTruthfully(t *testing.T) {
 		})
 	}
 }
+
+// Glob expansion leaves out the names the policy forbids: a pattern that
+// matched only forbidden names stays as written, as if they did not exist,
+// and no program is started with a forbidden name it expanded to.
+func TestShellGlobsDoNotExpandToForbiddenNames(t *testing.T) {
+	_, ws := probeLayout(t)
+	run := shellUnder(t, ws, autonomy.Config{WorkspaceOnly: true, ForbiddenPathGlobs: forbidden})
+	for _, tc := range []struct{ cmd, want string }{
+		{`echo .e*`, ".editorconfig\n"},
+		{`echo config/.e*`, "config/.e*\n"},
+		{`echo config/.[e]nv config/?env config/.env*`, "config/.[e]nv config/?env config/.env*\n"},
+		{`echo */.env`, "*/.env\n"},
+		{`echo */.e*`, "*/.e*\n"},
+		{`shopt -s globstar; echo **/.env`, "**/.env\n"},
+		{`shopt -s dotglob; echo config/*`, "config/*\n"},
+		{`echo secrets/* se*/k*`, "secrets/* se*/k*\n"},
+		{`echo env-l*`, "env-l*\n"},
+		{`echo [ef]*`, "empty.txt full.txt\n"},
+		{`shopt -s nullglob; echo config/.e* end`, "end\n"},
+		{`cd config && echo .e* && echo ../.e*`, ".e*\n../.editorconfig\n"},
+		{`echo src/*.go`, "src/main.go\n"},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			out, err := run(tc.cmd)
+			if err != nil || out != tc.want {
+				t.Errorf("got %q %v, want %q", out, err, tc.want)
+			}
+		})
+	}
+	// The names a glob expanded to, as a program received them.
+	out, err := run(`for f in config/.e* */.env .e*; do printf '%s\n' "$f" >> expanded.txt; done; wc -l < expanded.txt`)
+	if err != nil || strings.TrimSpace(out) != "3" {
+		t.Fatalf("got %q %v", out, err)
+	}
+	b, err := os.ReadFile(filepath.Join(ws, "expanded.txt"))
+	if err != nil || string(b) != "config/.e*\n*/.env\n.editorconfig\n" {
+		t.Errorf("expanded.txt: %q %v", b, err)
+	}
+	// A program given the expansion cannot read the forbidden file either.
+	out, err = run(`cat config/.e* > copy.txt 2> /dev/null; echo $?`)
+	if err != nil || out != "1\n" {
+		t.Errorf("got %q %v", out, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "copy.txt")); err != nil || len(b) != 0 {
+		t.Errorf("copy.txt: %q %v", b, err)
+	}
+}
+
+// Without a rule that forbids them, and under a Warn entry (which only
+// reports), glob expansion lists every name, and listing records no warning.
+func TestShellGlobsListNamesNoEnforcedRuleForbids(t *testing.T) {
+	_, ws := probeLayout(t)
+	auto, err := autonomy.New(autonomy.Config{WorkspaceRoot: ws, WorkspaceOnly: true, ForbiddenPathGlobs: forbidden,
+		AllowShell: true, AllowedShellCommands: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := tools.Builtins(ws, tools.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sh hooks.Tool
+	for _, tl := range list {
+		if tl.Name() == tools.Shell {
+			sh = tl
+		}
+	}
+	warn, err := hooks.NewGuard(&hooks.Call{Tool: tools.Shell}, hooks.Entry{Hook: auto, Action: hooks.ActionWarn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ctx := range map[string]context.Context{
+		"no checkers": guarded(t, context.Background()),
+		"warn":        hooks.WithGuard(context.Background(), warn),
+	} {
+		out, err := sh.Execute(ctx, map[string]any{"command": `echo config/.e* */.env secrets/*`})
+		if err != nil || out != "config/.env config/.env secrets/key\n" {
+			t.Errorf("%s: got %q %v", name, out, err)
+		}
+	}
+	if w := warn.Warnings(); len(w) != 0 {
+		t.Errorf("listing recorded warnings: %+v", w)
+	}
+}
