@@ -126,8 +126,19 @@ func listen(t *testing.T, addr string) *listener {
 	return ln
 }
 
-// next returns the first line of the next connection accepted.
-func (ln *listener) next() string { return <-ln.accepted }
+// expect checks that a client which reported success (err nil) was
+// accepted and sent want; a client that failed is reported without waiting
+// for a connection it never made.
+func (ln *listener) expect(t *testing.T, client string, out string, err error, want string) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("%s: %q %v", client, out, err)
+		return
+	}
+	if got := <-ln.accepted; got != want {
+		t.Errorf("%s: the listener got %q, want %q", client, got, want)
+	}
+}
 
 // mark connects from the test process and sends "marker\n": every
 // connection a confined process completed before is accepted before it.
@@ -172,7 +183,7 @@ func TestByDefaultAConfinedProcessCanNeitherConnectNorBindTCP(t *testing.T) {
 	}
 	// The listener accepted no connection before the test's own.
 	ln.mark(t)
-	if got := ln.next(); got != "marker\n" {
+	if got := <-ln.accepted; got != "marker\n" {
 		t.Errorf("the listener accepted a confined process's connection first: %q", got)
 	}
 
@@ -184,7 +195,7 @@ func TestByDefaultAConfinedProcessCanNeitherConnectNorBindTCP(t *testing.T) {
 			t.Errorf("connect over IPv6: %q %v", out, err)
 		}
 		ln6.mark(t)
-		if got := ln6.next(); got != "marker\n" {
+		if got := <-ln6.accepted; got != "marker\n" {
 			t.Errorf("the IPv6 listener accepted a confined process's connection first: %q", got)
 		}
 	}
@@ -198,18 +209,13 @@ func TestWithTheNetworkAllowedAConfinedProcessConnects(t *testing.T) {
 	ws, secret := layout(t)
 	ln := listen(t, "127.0.0.1:0")
 	port := strconv.Itoa(ln.l.Addr().(*net.TCPAddr).Port)
-	if out, err := runHelper(t, s, self, ws, "connect "+ln.l.Addr().String()); err != nil || out != "ok\n" {
-		t.Errorf("connect: %q %v", out, err)
-	}
-	if got := ln.next(); got != "hello\n" {
-		t.Errorf("accepted %q", got)
-	}
-	if out, err := run(t, s, ws, "/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/"+port+" && echo from-bash >&3"); err != nil {
-		t.Errorf("bash: %q %v", out, err)
-	}
-	if got := ln.next(); got != "from-bash\n" {
-		t.Errorf("accepted %q", got)
-	}
+	out, err := runHelper(t, s, self, ws, "connect "+ln.l.Addr().String())
+	ln.expect(t, "connect", out, err, "hello\n")
+	out, err = run(t, s, ws, "/bin/bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/"+port+" && echo from-bash >&3")
+	ln.expect(t, "bash", out, err, "from-bash\n")
+	// Host names resolve.
+	out, err = run(t, s, ws, "/bin/bash", "-c", "echo by-name > /dev/tcp/localhost/"+port)
+	ln.expect(t, "bash by name", out, err, "by-name\n")
 	if out, err := runHelper(t, s, self, ws, "bind"); err != nil || out != "ok\n" {
 		t.Errorf("bind: %q %v", out, err)
 	}

@@ -41,7 +41,8 @@ const (
 const (
 	// NetworkDeny refuses confined processes every TCP bind and connect (the default).
 	NetworkDeny = "deny"
-	// NetworkAllow lets them use the network.
+	// NetworkAllow lets them use the network, and read the files that
+	// name resolution needs (resolverFiles).
 	NetworkAllow = "allow"
 )
 
@@ -70,6 +71,10 @@ var deviceFiles = map[string]uint64{
 	"/dev/urandom": llsys.AccessFSReadFile,
 	"/dev/random":  llsys.AccessFSReadFile,
 }
+
+// resolverFiles are the files confined processes may read when the network
+// is allowed, so that they can resolve host names.
+var resolverFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf"}
 
 // Config configures a Sandbox.
 type Config struct {
@@ -261,6 +266,14 @@ func (s *Sandbox) ruleset(rw []string) (int, error) {
 		if err := addRule(fd, p, rights, fs, false); err != nil {
 			_ = unix.Close(fd)
 			return -1, err
+		}
+	}
+	if s.network == NetworkAllow {
+		for _, p := range resolverFiles {
+			if err := addRule(fd, p, llsys.AccessFSReadFile, fs, false); err != nil {
+				_ = unix.Close(fd)
+				return -1, err
+			}
 		}
 	}
 	return fd, nil
