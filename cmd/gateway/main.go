@@ -93,6 +93,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.sandbox.Mode, "sandbox", sandbox.ModeLandlock,
 		"confinement of the processes tools start: landlock, or off "+
 			"(only where Landlock is missing; reported by /readyz, a metric and the log)")
+	fs.StringVar(&f.sandbox.Network, "sandbox-network", sandbox.NetworkDeny,
+		"TCP for the processes tools start: deny (no bind or connect; needs Landlock ABI 4, else tools are refused) or allow")
 	readExec := fs.String("sandbox-read-exec-dirs", strings.Join(sandbox.DefaultReadExecDirs, ","),
 		"comma-separated paths confined processes may read and execute beneath")
 	f.kube.register(fs)
@@ -152,6 +154,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	}
 	if f.sandbox.Mode != sandbox.ModeLandlock && f.sandbox.Mode != sandbox.ModeOff {
 		return f, fmt.Errorf("--sandbox %q: want %s or %s", f.sandbox.Mode, sandbox.ModeLandlock, sandbox.ModeOff)
+	}
+	if f.sandbox.Network != sandbox.NetworkDeny && f.sandbox.Network != sandbox.NetworkAllow {
+		return f, fmt.Errorf("--sandbox-network %q: want %s or %s", f.sandbox.Network, sandbox.NetworkDeny, sandbox.NetworkAllow)
 	}
 	f.sandbox.ReadExecDirs = []string{}
 	for d := range strings.SplitSeq(*readExec, ",") {

@@ -29,6 +29,7 @@ func TestParseFlags(t *testing.T) {
 		{"bad labels", []string{"--workspace", ws, "--labels", "a=b,c"}, `--labels: "c" is not key=value`},
 		{"stray arguments", []string{"--workspace", ws, "extra"}, "unexpected arguments: extra"},
 		{"an unknown sandbox", []string{"--workspace", ws, "--sandbox", "none"}, `--sandbox "none"`},
+		{"an unknown sandbox network", []string{"--workspace", ws, "--sandbox-network", "none"}, `--sandbox-network "none": want deny or allow`},
 		{"a relative sandbox dir", []string{"--workspace", ws, "--sandbox-read-exec-dirs", "/usr,bin"}, `"bin" is not an absolute path`},
 		{"no budget table", []string{"--workspace", ws, "--budget-max-sessions", "0"}, "must be positive"},
 		{"a caller's share over the table", []string{"--workspace", ws, "--budget-max-sessions", "10",
@@ -48,11 +49,13 @@ func TestParseFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if f.listen != ":8080" || f.namespace != "default" || f.labels["track"] != "canary" || f.labels["app"] != "gw" || f.toolTimeout >= 0 ||
-		f.sandbox.Mode != "landlock" || len(f.sandbox.ReadExecDirs) == 0 || f.sandbox.ReadExecDirs[0] != "/usr" {
+		f.sandbox.Mode != "landlock" || f.sandbox.Network != "deny" || len(f.sandbox.ReadExecDirs) == 0 || f.sandbox.ReadExecDirs[0] != "/usr" {
 		t.Errorf("flags %+v", f)
 	}
-	f, err = parseFlags([]string{"--workspace", ws, "--sandbox=off", "--sandbox-read-exec-dirs", "/usr, /opt/tools"}, io.Discard)
-	if err != nil || f.sandbox.Mode != "off" || strings.Join(f.sandbox.ReadExecDirs, ",") != "/usr,/opt/tools" {
+	f, err = parseFlags([]string{"--workspace", ws, "--sandbox=off", "--sandbox-read-exec-dirs", "/usr, /opt/tools",
+		"--sandbox-network=allow"}, io.Discard)
+	if err != nil || f.sandbox.Mode != "off" || f.sandbox.Network != "allow" ||
+		strings.Join(f.sandbox.ReadExecDirs, ",") != "/usr,/opt/tools" {
 		t.Errorf("sandbox flags %+v %v", f.sandbox, err)
 	}
 }
@@ -153,6 +156,17 @@ spec:
 	allowed := call(`{"path":"notes.txt"}`)
 	if allowed["status"] != "succeeded" || allowed["result"] != "hello\n" {
 		t.Errorf("allowed call: %v", allowed)
+	}
+	// By default the processes tools start get no TCP, and /readyz says so.
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready struct{ Sandbox string }
+	err = json.NewDecoder(resp.Body).Decode(&ready)
+	_ = resp.Body.Close()
+	if err != nil || !strings.Contains(ready.Sandbox, "network denied") {
+		t.Errorf("/readyz sandbox %q %v", ready.Sandbox, err)
 	}
 
 	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -103,7 +103,8 @@ type ReadyResponse struct {
 	Revision string `json:"revision,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 	// Sandbox describes how the processes tools start are confined, e.g.
-	// "landlock ABI 7", "off: ..." or "unavailable: ..." (tools refused).
+	// "landlock ABI 7, network denied (no TCP bind or connect)", "off: ..."
+	// or "unavailable: ..." (tools refused).
 	Sandbox string `json:"sandbox,omitempty"`
 	// AnonymousCallers is true when callers without a token are accepted
 	// (as system:anonymous).

@@ -25,7 +25,7 @@ func (s *Server) reportSandbox(reg prometheus.Registerer, sb *sandbox.Sandbox) e
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolhooks_sandbox_info",
 		Help: "1 for how the processes tools start are confined: state landlock (with the kernel's Landlock ABI), " +
-			"off (--sandbox=off: not confined) or unavailable (Landlock missing: tool calls are refused).",
+			"off (--sandbox=off: not confined) or unavailable (Landlock missing, or too old to deny the network: tool calls are refused).",
 	}, []string{"state", "abi"})
 	if err := reg.Register(g); err != nil {
 		return err
@@ -36,8 +36,8 @@ func (s *Server) reportSandbox(reg prometheus.Registerer, sb *sandbox.Sandbox) e
 	case sandbox.ModeOff:
 		s.log.Warn("Sandbox is off: processes started by tools are not confined by Landlock", "sandbox", sb.Status())
 	case "unavailable":
-		s.log.Error("Landlock is unavailable: the gateway decides calls but refuses to run tools "+
-			"(start it with --sandbox=off to run them unconfined)",
+		s.log.Error("Landlock cannot confine tools as configured: the gateway decides calls but refuses to run tools "+
+			"(the sandbox attribute says why and which flag lifts it)",
 			"sandbox", sb.Status())
 	default:
 		s.log.Info("Sandbox", "sandbox", sb.Status())

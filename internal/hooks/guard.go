@@ -91,6 +91,27 @@ func (g *Guard) Open(ctx context.Context, path string, write bool) error {
 	return g.check(ctx, func(rg RuntimeGuard) Verdict { return rg.CheckOpen(ctx, g.call, path, write) })
 }
 
+// Refuses reports whether a checker whose denials are enforced (not a Warn
+// entry's) refuses opening path for reading. Unlike Open it records no
+// warning: it is for leaving out of a listing (glob expansion) the names
+// a tool must not reveal; what is then done with a name left in is
+// checked by Open and Exec as usual.
+func (g *Guard) Refuses(ctx context.Context, path string) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	for _, en := range g.checkers {
+		if en.action == ActionWarn {
+			continue
+		}
+		v, ok := g.ask(ctx, en, func(rg RuntimeGuard) Verdict { return rg.CheckOpen(ctx, g.call, path, false) })
+		if ok && !v.Allowed {
+			return true
+		}
+	}
+	return false
+}
+
 func (g *Guard) check(ctx context.Context, ask func(RuntimeGuard) Verdict) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("call abandoned: %w", context.Cause(ctx))

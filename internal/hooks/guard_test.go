@@ -36,6 +36,9 @@ func (h *runtimeHook) CheckExec(_ context.Context, _ *hooks.Call, dir string, en
 }
 
 func (h *runtimeHook) CheckOpen(_ context.Context, _ *hooks.Call, path string, write bool) hooks.Verdict {
+	if h.panic {
+		panic("boom")
+	}
 	if strings.Contains(path, "forbidden") {
 		return hooks.Deny("pathRule", fmt.Sprintf("open %s write=%v", path, write))
 	}
@@ -130,5 +133,43 @@ func TestEveryToolGetsAGuardAndNoneOutsideAnExecutor(t *testing.T) {
 	e := mustExecutor(t, nil, []hooks.Tool{tool})
 	if res := e.Execute(context.Background(), hooks.NewCall("run", `{"argv":"ls","path":"x"}`)); res.Status != hooks.StatusSucceeded || !acted.Load() {
 		t.Errorf("an executor without runtime hooks still attaches a guard: %+v", res)
+	}
+}
+
+func TestRefusesAsksOnlyEnforcedEntriesAndRecordsNoWarning(t *testing.T) {
+	call := &hooks.Call{Tool: "run"}
+	for _, tc := range []struct {
+		name  string
+		entry hooks.Entry
+		path  string
+		want  bool
+	}{
+		{"a denying entry", hooks.Entry{Hook: &runtimeHook{name: "rt"}}, "/ws/forbidden", true},
+		{"an allowing entry", hooks.Entry{Hook: &runtimeHook{name: "rt"}}, "/ws/fine", false},
+		{"a Warn entry's denial", hooks.Entry{Hook: &runtimeHook{name: "rt"}, Action: hooks.ActionWarn}, "/ws/forbidden", false},
+		{"a panicking entry", hooks.Entry{Hook: &runtimeHook{name: "rt", panic: true}}, "/ws/fine", true},
+		{"a panicking fail-open entry", hooks.Entry{Hook: &runtimeHook{name: "rt", panic: true}, FailOpen: true}, "/ws/fine", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := hooks.NewGuard(call, tc.entry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := g.Refuses(context.Background(), tc.path); got != tc.want {
+				t.Errorf("Refuses(%s) = %v", tc.path, got)
+			}
+			if w := g.Warnings(); len(w) != 0 {
+				t.Errorf("warnings %+v", w)
+			}
+		})
+	}
+	g, err := hooks.NewGuard(call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if !g.Refuses(ctx, "/ws/fine") {
+		t.Error("an abandoned call's guard let a name through")
 	}
 }

@@ -3,7 +3,10 @@
 // workspace and the call's private temporary directory), read and execute
 // beneath a list of system directories, /dev/null, /dev/zero and
 // /dev/urandom, and nothing else; signals to processes outside the sandbox
-// and abstract UNIX sockets are scoped too where the kernel supports it.
+// and abstract UNIX sockets are scoped too where the kernel supports it. By
+// default they may neither bind nor connect TCP sockets (NetworkDeny; a
+// kernel without Landlock's network rules then makes the sandbox unusable),
+// unless the network is explicitly allowed.
 //
 // Only the child is confined, never the gateway: Start restricts one locked
 // OS thread (landlock_restrict_self without TSYNC is per thread), forks the
@@ -31,6 +34,22 @@ const (
 	ModeOff = "off"
 )
 
+// Network modes of the sandbox. Landlock's network rules cover TCP alone:
+// under NetworkDeny a confined process still sends UDP, opens MPTCP sockets
+// (which reach TCP servers too) and, listening on a socket it never bound,
+// gets an ephemeral port; the kernel does not let Landlock refuse those.
+const (
+	// NetworkDeny refuses confined processes every TCP bind and connect (the default).
+	NetworkDeny = "deny"
+	// NetworkAllow lets them use the network, and read the files that
+	// name resolution needs (resolverFiles).
+	NetworkAllow = "allow"
+)
+
+// NetABI is the Landlock ABI that introduced TCP bind and connect rules
+// (Linux 6.7); NetworkDeny needs it.
+const NetABI = 4
+
 // MinABI is the oldest Landlock ABI the sandbox accepts: version 3 (Linux
 // 6.2) is the first that also controls truncation, without which a confined
 // process could still truncate any file it can reach.
@@ -53,10 +72,17 @@ var deviceFiles = map[string]uint64{
 	"/dev/random":  llsys.AccessFSReadFile,
 }
 
+// resolverFiles are the files confined processes may read when the network
+// is allowed, so that they can resolve host names.
+var resolverFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf"}
+
 // Config configures a Sandbox.
 type Config struct {
 	// Mode is ModeLandlock (default when empty) or ModeOff.
 	Mode string
+	// Network is NetworkDeny (default when empty) or NetworkAllow; it
+	// matters only in ModeLandlock.
+	Network string
 	// ReadExecDirs are the paths confined processes may read and execute
 	// beneath; nil means DefaultReadExecDirs.
 	ReadExecDirs []string
@@ -68,18 +94,26 @@ type Config struct {
 // Sandbox starts confined processes. It is immutable and safe for concurrent use.
 type Sandbox struct {
 	mode     string
+	network  string
 	rx       []string
 	abi      int
 	unusable error // why tools may not run; nil when they may
 }
 
 // New checks the kernel and returns the sandbox. It fails only on an unknown
-// mode: an unavailable Landlock is reported by Usable, so that the gateway can
+// mode or network mode: an unavailable Landlock (or one that cannot deny the
+// network when asked to) is reported by Usable, so that the gateway can
 // still decide calls while refusing to run tools.
 func New(cfg Config) (*Sandbox, error) {
-	s := &Sandbox{mode: cfg.Mode, rx: cfg.ReadExecDirs}
+	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, rx: cfg.ReadExecDirs}
 	if s.mode == "" {
 		s.mode = ModeLandlock
+	}
+	if s.network == "" {
+		s.network = NetworkDeny
+	}
+	if s.network != NetworkDeny && s.network != NetworkAllow {
+		return nil, fmt.Errorf("sandbox: unknown network mode %q (want %q or %q)", s.network, NetworkDeny, NetworkAllow)
 	}
 	if s.rx == nil {
 		s.rx = DefaultReadExecDirs
@@ -103,6 +137,9 @@ func New(cfg Config) (*Sandbox, error) {
 	case v < MinABI:
 		s.unusable = fmt.Errorf("landlock ABI %d is older than the required %d; tools are refused unless the gateway runs with --sandbox=off",
 			v, MinABI)
+	case v < NetABI && s.network == NetworkDeny:
+		s.unusable = fmt.Errorf("landlock ABI %d is older than %d, the first that can deny programs the network; "+
+			"tools are refused unless the gateway runs with --sandbox-network=allow", v, NetABI)
 	default:
 		s.abi = v
 	}
@@ -124,6 +161,9 @@ func (s *Sandbox) Usable() error {
 // Mode is ModeLandlock or ModeOff.
 func (s *Sandbox) Mode() string { return s.mode }
 
+// Network is NetworkDeny or NetworkAllow.
+func (s *Sandbox) Network() string { return s.network }
+
 // ABI is the kernel's Landlock ABI version in use (0 when off or unavailable).
 func (s *Sandbox) ABI() int { return s.abi }
 
@@ -135,12 +175,15 @@ func (s *Sandbox) Status() string {
 	case s.unusable != nil:
 		return "unavailable: " + s.unusable.Error()
 	}
-	return fmt.Sprintf("landlock ABI %d", s.abi)
+	if s.network == NetworkAllow {
+		return fmt.Sprintf("landlock ABI %d, network allowed", s.abi)
+	}
+	return fmt.Sprintf("landlock ABI %d, network denied (no TCP bind or connect)", s.abi)
 }
 
 // Start starts cmd confined to read-write access beneath rw (and read and
-// execute access beneath the configured system directories), or unconfined
-// when the sandbox is off.
+// execute access beneath the configured system directories), without TCP
+// unless the network is allowed, or unconfined when the sandbox is off.
 func (s *Sandbox) Start(cmd *exec.Cmd, rw []string) error {
 	if err := s.Usable(); err != nil {
 		return err
@@ -170,8 +213,11 @@ func (s *Sandbox) Start(cmd *exec.Cmd, rw []string) error {
 	return <-errc
 }
 
-// handled returns the file-system rights and scopes the kernel's ABI controls.
-func (s *Sandbox) handled() (fs, scoped uint64) {
+// handled returns the file-system rights, network rights and scopes the
+// ruleset controls: every one the kernel's ABI knows of, and the network's
+// only when it is denied. No rule grants a network right, so a handled one
+// is refused on every port.
+func (s *Sandbox) handled() (fs, net, scoped uint64) {
 	fs = 1<<13 - 1 // ABI 1: execute .. make symlink
 	if s.abi >= 2 {
 		fs |= llsys.AccessFSRefer
@@ -179,13 +225,16 @@ func (s *Sandbox) handled() (fs, scoped uint64) {
 	if s.abi >= 3 {
 		fs |= llsys.AccessFSTruncate
 	}
+	if s.abi >= NetABI && s.network == NetworkDeny {
+		net = llsys.AccessNetBindTCP | llsys.AccessNetConnectTCP
+	}
 	if s.abi >= 5 {
 		fs |= llsys.AccessFSIoctlDev
 	}
 	if s.abi >= 6 {
 		scoped = llsys.ScopeAbstractUnixSocket | llsys.ScopeSignal
 	}
-	return fs, scoped
+	return fs, net, scoped
 }
 
 const (
@@ -196,8 +245,8 @@ const (
 
 // ruleset builds the ruleset of one start.
 func (s *Sandbox) ruleset(rw []string) (int, error) {
-	fs, scoped := s.handled()
-	fd, err := llsys.LandlockCreateRuleset(&llsys.RulesetAttr{HandledAccessFS: fs, Scoped: scoped}, 0)
+	fs, net, scoped := s.handled()
+	fd, err := llsys.LandlockCreateRuleset(&llsys.RulesetAttr{HandledAccessFS: fs, HandledAccessNet: net, Scoped: scoped}, 0)
 	if err != nil {
 		return -1, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
 	}
@@ -217,6 +266,14 @@ func (s *Sandbox) ruleset(rw []string) (int, error) {
 		if err := addRule(fd, p, rights, fs, false); err != nil {
 			_ = unix.Close(fd)
 			return -1, err
+		}
+	}
+	if s.network == NetworkAllow {
+		for _, p := range resolverFiles {
+			if err := addRule(fd, p, llsys.AccessFSReadFile, fs, false); err != nil {
+				_ = unix.Close(fd)
+				return -1, err
+			}
 		}
 	}
 	return fd, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -171,6 +172,58 @@ func TestWithoutLandlockToolsAreRefusedUnlessTheSandboxIsOff(t *testing.T) {
 	}
 	if _, err := sandbox.New(sandbox.Config{Mode: "strict"}); err == nil {
 		t.Error("an unknown mode was accepted")
+	}
+}
+
+// A confined process cannot signal the gateway nor any process outside its
+// Landlock domain (ABI 6 scopes signals), while it can signal its own children.
+func TestAConfinedProcessCannotSignalTheGateway(t *testing.T) {
+	s := landlock(t)
+	if s.ABI() < 6 {
+		t.Skipf("Landlock ABI %d does not scope signals", s.ABI())
+	}
+	ws, _ := layout(t)
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(sig)
+	self := strconv.Itoa(os.Getpid())
+	for _, argv := range [][]string{
+		{"/bin/bash", "-c", "kill -USR1 " + self},
+		{"/usr/bin/kill", "-USR1", self},
+		{"/bin/bash", "-c", "kill -0 " + self},
+	} {
+		if out, err := run(t, s, ws, argv...); err == nil || !strings.Contains(out, "Operation not permitted") {
+			t.Errorf("%v: %q %v", argv, out, err)
+		}
+	}
+	// Signals are dequeued lowest number first: a SIGUSR1 the children had
+	// sent would arrive before this SIGUSR2.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-sig; got != syscall.SIGUSR2 {
+		t.Errorf("the test process received %v from a confined process", got)
+	}
+
+	// An unconfined process the gateway started is out of reach too: it
+	// dies of the SIGKILL sent below, not of a SIGTERM a confined process sent.
+	victim := exec.Command("/bin/sleep", "60")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(victim.Process.Pid)
+	if out, err := run(t, s, ws, "/bin/bash", "-c", "kill -TERM "+pid); err == nil {
+		t.Errorf("kill -TERM %s: %q", pid, out)
+	}
+	_ = victim.Process.Kill()
+	err := victim.Wait()
+	if st, ok := victim.ProcessState.Sys().(syscall.WaitStatus); !ok || !st.Signaled() || st.Signal() != syscall.SIGKILL {
+		t.Errorf("the unconfined process ended with %v", err)
+	}
+
+	// Within its own domain a confined process still signals its children.
+	if out, err := run(t, s, ws, "/bin/bash", "-c", "sleep 60 & kill -TERM $!; wait $!; echo $?"); err != nil || out != "143\n" {
+		t.Errorf("signalling its own child: %q %v", out, err)
 	}
 }
 

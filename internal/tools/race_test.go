@@ -176,6 +176,7 @@ func TestWhatWasOpenedIsCheckedAgainByItsRealPath(t *testing.T) {
 		{tools.ListDir, `{"path":"d"}`},
 		{tools.EditFile, `{"path":"d/f.txt","old_string":"SECRET","new_string":"gone"}`},
 		{tools.WriteFile, `{"path":"d/f.txt","content":"overwritten"}`},
+		{tools.Shell, `{"command":"[ -s d/f.txt ] && echo SECRET-exists"}`},
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
 			ws := t.TempDir()

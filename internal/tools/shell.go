@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
 
@@ -42,7 +43,14 @@ const shellWaitDelay = 2 * time.Second
 //     /dev/null, and reading /dev/zero and /dev/urandom, are exempt, and
 //     /dev/stdout, /dev/stderr, /dev/fd/1 and /dev/fd/2 name the command's
 //     own output (never the gateway's);
-//   - glob expansion lists only directories in the workspace;
+//   - glob expansion lists only directories in the workspace, without the
+//     names the guard refuses to open for reading (they expand as if
+//     absent);
+//   - what the interpreter's tests ([ -e ], [[ -s ]], -nt, -r ...) and cd
+//     look at is shown to the guard as a file opened for reading and looked
+//     at beneath the workspace; a path outside it or one the guard refuses
+//     stops the command (the answer would tell whether it exists), apart
+//     from the devices redirections may use;
 //   - cd and pushd may not leave the workspace (nor use "cd -", a bare cd or
 //     CDPATH, whose targets the script controls); builtin and command are
 //     looked through. exec, eval, source, trap callbacks and functions run
@@ -117,6 +125,8 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return run.exec }),
 		interp.OpenHandler(run.open),
 		interp.ReadDirHandler2(run.readDir),
+		interp.StatHandler(run.stat),
+		interp.AccessHandler(run.access),
 	)
 	if err != nil {
 		return "", fmt.Errorf("shell: %w", err)
@@ -347,6 +357,78 @@ func (s *shellRun) open(ctx context.Context, path string, flag int, perm os.File
 	return f, nil
 }
 
+// probeDevices are the files outside the workspace the interpreter's tests
+// may look at: the devices its redirections may open.
+var probeDevices = map[string]bool{"/dev/null": true, "/dev/zero": true, "/dev/urandom": true}
+
+// stat answers the interpreter's file tests ([ -e ], [ -d ], [[ -s ]], -nt,
+// -ef ...) and the check of a cd target.
+func (s *shellRun) stat(ctx context.Context, name string, followSymlinks bool) (fs.FileInfo, error) {
+	f, err := s.lookAt(ctx, name, followSymlinks)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return f.Stat()
+}
+
+// access answers the tests -r, -w and -x, and cd's search permission check.
+func (s *shellRun) access(ctx context.Context, name string, mode interp.AccessMode) error {
+	f, err := s.lookAt(ctx, name, true)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	if err := unix.Faccessat2(int(f.Fd()), "", uint32(mode), unix.AT_EMPTY_PATH); err != nil {
+		return &os.PathError{Op: "access", Path: name, Err: err}
+	}
+	return nil
+}
+
+// lookAt opens what a test or cd examines as an O_PATH descriptor beneath
+// the workspace (the last symlink followed only when follow is set), after
+// the guard allowed reading the path, and asks again with the real path of
+// what was opened. A path outside the workspace, or one the guard refuses,
+// stops the whole command: whatever the test answered would tell the script
+// something about it. Any other error (a missing file) is returned as the
+// test's false answer.
+func (s *shellRun) lookAt(ctx context.Context, name string, follow bool) (*os.File, error) {
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(interp.HandlerCtx(ctx).Dir, path)
+	}
+	path = filepath.Clean(path)
+	flag := unix.O_PATH
+	if !follow {
+		flag |= unix.O_NOFOLLOW
+	}
+	if probeDevices[path] {
+		return os.OpenFile(path, flag, 0)
+	}
+	if err := s.guard.Open(ctx, path, false); err != nil {
+		return nil, s.deny(err)
+	}
+	f, err := s.w.openBeneath(path, flag, 0)
+	if err != nil {
+		if errors.Is(err, errOutside) {
+			return nil, s.deny(userErrorf("%s: %s is outside the workspace; the shell may not look at it", Shell, path))
+		}
+		return nil, err
+	}
+	real, err := fdPath(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, s.deny(fmt.Errorf("locating %s: %w", path, err))
+	}
+	if real != path {
+		if err := s.guard.Open(ctx, real, false); err != nil {
+			_ = f.Close()
+			return nil, s.deny(err)
+		}
+	}
+	return f, nil
+}
+
 // nopCloser is a write-only stream whose Close does nothing.
 type nopCloser struct{ w io.Writer }
 
@@ -360,18 +442,41 @@ func clearNonblock(f *os.File) error {
 	return syscall.SetNonblock(int(f.Fd()), false)
 }
 
-// readDir lists a directory for glob expansion; only the workspace's.
+// readDir lists a directory for glob expansion: only the workspace's, and
+// without the names the guard refuses to open for reading, so that a
+// forbidden name expands as if it did not exist. A refused path is itself
+// reported missing (the expansion also reads a pattern's literal parts, a
+// file's among them, to learn whether they exist).
 func (s *shellRun) readDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
 	hc := interp.HandlerCtx(ctx)
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(hc.Dir, path)
 	}
-	f, err := s.w.openBeneath(filepath.Clean(path), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	path = filepath.Clean(path)
+	absent := &os.PathError{Op: opOpen, Path: path, Err: syscall.ENOENT}
+	if s.guard.Refuses(ctx, path) {
+		return nil, absent
+	}
+	f, err := s.w.openBeneath(path, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
-	return f.ReadDir(-1)
+	real, err := fdPath(f)
+	if err != nil {
+		return nil, fmt.Errorf("locating %s: %w", path, err)
+	}
+	if real != path && s.guard.Refuses(ctx, real) {
+		return nil, absent
+	}
+	entries, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(entries, func(e fs.DirEntry) bool {
+		return s.guard.Refuses(ctx, filepath.Join(path, e.Name())) ||
+			real != path && s.guard.Refuses(ctx, filepath.Join(real, e.Name()))
+	}), nil
 }
 
 // cappedBuffer keeps the first max bytes written to it and counts the rest.

@@ -260,19 +260,20 @@ func TestChartLintsStrictly(t *testing.T) {
 
 func TestChartSchemaRejectsBadValues(t *testing.T) {
 	cases := map[string]struct{ set, field string }{
-		"string replicas":        {"gateway.replicas=two", "gateway.replicas"},
-		"negative replicas":      {"controller.replicas=-1", "controller.replicas"},
-		"port out of range":      {"gateway.port=70000", "gateway.port"},
-		"unknown service type":   {"gateway.service.type=Internal", "gateway.service.type"},
-		"unknown pull policy":    {"controller.image.pullPolicy=Sometimes", "controller.image.pullPolicy"},
-		"leader election string": {"controller.leaderElection=maybe", "controller.leaderElection"},
-		"bad duration":           {"gateway.toolTimeout=soon", "gateway.toolTimeout"},
-		"misspelt key":           {"gateway.replica=3", "replica"},
-		"empty repository":       {"gateway.image.repository=", "gateway.image.repository"},
-		"relative workspace":     {"gateway.workspace.mountPath=workspace", "gateway.workspace.mountPath"},
-		"unknown mcp list mode":  {"gateway.mcp.deniedTools=show", "gateway.mcp.deniedTools"},
-		"mcp upstream name":      {"gateway.mcp.upstreams[0].name=fs_1", "/gateway/mcp/upstreams/0/name"},
-		"mcp token cache ttl":    {"gateway.mcp.tokenCacheTTL=-1m", "gateway.mcp.tokenCacheTTL"},
+		"string replicas":         {"gateway.replicas=two", "gateway.replicas"},
+		"negative replicas":       {"controller.replicas=-1", "controller.replicas"},
+		"port out of range":       {"gateway.port=70000", "gateway.port"},
+		"unknown service type":    {"gateway.service.type=Internal", "gateway.service.type"},
+		"unknown pull policy":     {"controller.image.pullPolicy=Sometimes", "controller.image.pullPolicy"},
+		"leader election string":  {"controller.leaderElection=maybe", "controller.leaderElection"},
+		"bad duration":            {"gateway.toolTimeout=soon", "gateway.toolTimeout"},
+		"misspelt key":            {"gateway.replica=3", "replica"},
+		"empty repository":        {"gateway.image.repository=", "gateway.image.repository"},
+		"relative workspace":      {"gateway.workspace.mountPath=workspace", "gateway.workspace.mountPath"},
+		"unknown mcp list mode":   {"gateway.mcp.deniedTools=show", "gateway.mcp.deniedTools"},
+		"mcp upstream name":       {"gateway.mcp.upstreams[0].name=fs_1", "/gateway/mcp/upstreams/0/name"},
+		"mcp token cache ttl":     {"gateway.mcp.tokenCacheTTL=-1m", "gateway.mcp.tokenCacheTTL"},
+		"unknown sandbox network": {"gateway.sandbox.network=none", "gateway.sandbox.network"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -349,6 +350,22 @@ func TestChartWorkspaceVolume(t *testing.T) {
 		"gateway.workspace.persistentVolumeClaim.enabled=true"))
 	if v := volume(m); v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "mine" || m.count("PersistentVolumeClaim") != 0 {
 		t.Errorf("existing-claim workspace = %+v, want claim mine and none created", v.VolumeSource)
+	}
+}
+
+// TestChartSandboxNetwork checks the gateway denies the processes its tools
+// start the network unless gateway.sandbox.network allows it.
+func TestChartSandboxNetwork(t *testing.T) {
+	for set, want := range map[string]string{"": "deny", "gateway.sandbox.network=allow": "allow"} {
+		var sets []string
+		if set != "" {
+			sets = []string{set}
+		}
+		m := parseManifest(t, mustTemplate(t, "toolhooks", "ns", sets...))
+		gw := into[deployment](t, m.get(t, "Deployment", "toolhooks-gateway"))
+		if got := argValue(t, gw.Spec.Template.Spec.Containers[0].Args, "sandbox-network"); got != want {
+			t.Errorf("with %q the gateway runs with --sandbox-network=%s, want %s", set, got, want)
+		}
 	}
 }
 
