@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
@@ -49,6 +51,45 @@ func helper(op string) int {
 		if l, err = lc.Listen(context.Background(), "tcp", "127.0.0.1:0"); err == nil {
 			_ = l.Close()
 		}
+	case "udp":
+		// Send "hello\n" to a UDP address (a DNS query is one such datagram).
+		var c net.Conn
+		if c, err = net.Dial("udp", arg); err == nil {
+			_, err = c.Write([]byte("hello\n"))
+			_ = c.Close()
+		}
+	case "mptcp":
+		var d net.Dialer
+		d.SetMultipathTCP(true)
+		var c net.Conn
+		if c, err = d.Dial("tcp", arg); err == nil {
+			if tc, ok := c.(*net.TCPConn); ok {
+				if mp, _ := tc.MultipathTCP(); !mp {
+					err = errors.New("the kernel fell back to plain TCP, which Landlock refuses: no MPTCP here to test")
+				}
+			}
+			if err == nil {
+				_, err = c.Write([]byte("hello\n"))
+			}
+			_ = c.Close()
+		}
+	case "socket":
+		// socket(domain, type, protocol) with the numbers in arg.
+		var d, ty, p int
+		if _, err = fmt.Sscan(arg, &d, &ty, &p); err == nil {
+			var fd int
+			if fd, err = syscall.Socket(d, ty, p); err == nil {
+				_ = syscall.Close(fd)
+			}
+		}
+	case "io_uring":
+		var params [120]byte
+		fd, _, e := syscall.Syscall(425, 8, uintptr(unsafe.Pointer(&params[0])), 0) // io_uring_setup
+		if e != 0 {
+			err = e
+		} else {
+			_ = syscall.Close(int(fd))
+		}
 	default:
 		err = fmt.Errorf("unknown helper operation %q", op)
 	}
@@ -58,6 +99,8 @@ func helper(op string) int {
 		return 0
 	case errors.Is(err, syscall.EACCES):
 		fmt.Println("EACCES:", err)
+	case errors.Is(err, syscall.EPERM):
+		fmt.Println("EPERM:", err)
 	default:
 		fmt.Println("error:", err)
 	}
@@ -256,5 +299,110 @@ func TestDenyingTheNetworkNeedsLandlockABI4(t *testing.T) {
 	}
 	if _, err := sandbox.New(sandbox.Config{Network: "none"}); err == nil {
 		t.Error("an unknown network mode was accepted")
+	}
+}
+
+// udpListener is a UDP socket of the test process that records datagrams.
+func udpListener(t *testing.T) (net.PacketConn, chan string) {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string, 16)
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- string(buf[:n])
+		}
+	}()
+	t.Cleanup(func() { _ = pc.Close() })
+	return pc, got
+}
+
+// udpMark sends "marker\n" from the test process: every datagram a confined
+// process sent before it arrives before it on loopback.
+func udpMark(t *testing.T, pc net.PacketConn) {
+	t.Helper()
+	c, err := net.Dial("udp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	if _, err := c.Write([]byte("marker\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDenyingTheNetworkCoversWhatLandlockLeavesOpen: beyond TCP, a
+// confined process gets no UDP (no DNS), MPTCP, raw, packet or other
+// non-local sockets, and no io_uring; UNIX sockets still work.
+func TestDenyingTheNetworkCoversWhatLandlockLeavesOpen(t *testing.T) {
+	s, self := helperSandbox(t, sandbox.NetworkDeny)
+	ws, _ := layout(t)
+	pc, got := udpListener(t)
+	if out, err := runHelper(t, s, self, ws, "udp "+pc.LocalAddr().String()); err == nil || !strings.HasPrefix(out, "EACCES") {
+		t.Errorf("udp: %q %v", out, err)
+	}
+	if out, err := run(t, s, ws, "/bin/bash", "-c", "echo hello > /dev/udp/"+strings.Replace(pc.LocalAddr().String(), ":", "/", 1)); err == nil {
+		t.Errorf("bash /dev/udp: %q", out)
+	}
+	udpMark(t, pc)
+	select {
+	case d := <-got:
+		if d != "marker\n" {
+			t.Errorf("the UDP listener received a confined process's datagram first: %q", d)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the test's own datagram never arrived")
+	}
+
+	ln := listen(t, "127.0.0.1:0")
+	if out, err := runHelper(t, s, self, ws, "mptcp "+ln.l.Addr().String()); err == nil || !strings.HasPrefix(out, "EACCES") {
+		t.Errorf("mptcp: %q %v", out, err)
+	}
+	ln.mark(t)
+	if first := <-ln.accepted; first != "marker\n" {
+		t.Errorf("the listener accepted a confined MPTCP connection first: %q", first)
+	}
+
+	for name, args := range map[string]string{
+		"raw ICMP":    fmt.Sprint(syscall.AF_INET, " ", syscall.SOCK_RAW, " ", syscall.IPPROTO_ICMP),
+		"ICMP ping":   fmt.Sprint(syscall.AF_INET, " ", syscall.SOCK_DGRAM, " ", syscall.IPPROTO_ICMP),
+		"SCTP stream": fmt.Sprint(syscall.AF_INET, " ", syscall.SOCK_STREAM, " ", 132),
+		"packet":      fmt.Sprint(syscall.AF_PACKET, " ", syscall.SOCK_RAW, " ", 0),
+		"IPv6 UDP":    fmt.Sprint(syscall.AF_INET6, " ", syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, " ", 0),
+	} {
+		if out, err := runHelper(t, s, self, ws, "socket "+args); err == nil || !strings.HasPrefix(out, "EACCES") {
+			t.Errorf("%s socket: %q %v", name, out, err)
+		}
+	}
+	if out, err := runHelper(t, s, self, ws, "io_uring"); err == nil || !strings.HasPrefix(out, "EPERM") {
+		t.Errorf("io_uring_setup: %q %v", out, err)
+	}
+	// Local sockets and a plain TCP socket (whose connect Landlock refuses) are still made.
+	for _, args := range []string{
+		fmt.Sprint(syscall.AF_UNIX, " ", syscall.SOCK_STREAM, " ", 0),
+		fmt.Sprint(syscall.AF_INET, " ", syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK, " ", 0),
+		fmt.Sprint(syscall.AF_INET6, " ", syscall.SOCK_STREAM, " ", syscall.IPPROTO_TCP),
+	} {
+		if out, err := runHelper(t, s, self, ws, "socket "+args); err != nil {
+			t.Errorf("socket %s: %q %v", args, out, err)
+		}
+	}
+
+	// With the network allowed, UDP goes through.
+	allowed, _ := helperSandbox(t, sandbox.NetworkAllow)
+	out, err := runHelper(t, allowed, self, ws, "udp "+pc.LocalAddr().String())
+	if err != nil {
+		t.Fatalf("udp with the network allowed: %q %v", out, err)
+	}
+	if d := <-got; d != "hello\n" {
+		t.Errorf("with the network allowed the listener got %q", d)
 	}
 }

@@ -34,12 +34,13 @@ const (
 	ModeOff = "off"
 )
 
-// Network modes of the sandbox. Landlock's network rules cover TCP alone:
-// under NetworkDeny a confined process still sends UDP, opens MPTCP sockets
-// (which reach TCP servers too) and, listening on a socket it never bound,
-// gets an ephemeral port; the kernel does not let Landlock refuse those.
+// Network modes of the sandbox. Landlock's network rules cover TCP bind and
+// connect alone; under NetworkDeny a seccomp filter refuses the other IP
+// sockets (UDP, MPTCP, raw, packet) and io_uring (see seccomp.go). A TCP
+// socket listening without a bind still gets an ephemeral port.
 const (
-	// NetworkDeny refuses confined processes every TCP bind and connect (the default).
+	// NetworkDeny refuses confined processes every TCP bind and connect and
+	// every socket but UNIX, netlink and TCP (the default).
 	NetworkDeny = "deny"
 	// NetworkAllow lets them use the network, and read the files that
 	// name resolution needs (resolverFiles).
@@ -97,7 +98,8 @@ type Sandbox struct {
 	network  string
 	rx       []string
 	abi      int
-	unusable error // why tools may not run; nil when they may
+	filter   []unix.SockFilter // the seccomp program of NetworkDeny
+	unusable error             // why tools may not run; nil when they may
 }
 
 // New checks the kernel and returns the sandbox. It fails only on an unknown
@@ -143,6 +145,11 @@ func New(cfg Config) (*Sandbox, error) {
 	default:
 		s.abi = v
 	}
+	if s.unusable == nil && s.network == NetworkDeny {
+		if s.filter, err = networkFilter(); err != nil {
+			s.unusable, s.abi = err, 0
+		}
+	}
 	return s, nil
 }
 
@@ -178,7 +185,7 @@ func (s *Sandbox) Status() string {
 	if s.network == NetworkAllow {
 		return fmt.Sprintf("landlock ABI %d, network allowed", s.abi)
 	}
-	return fmt.Sprintf("landlock ABI %d, network denied (no TCP bind or connect)", s.abi)
+	return fmt.Sprintf("landlock ABI %d, network denied (no TCP bind or connect, no other IP sockets)", s.abi)
 }
 
 // Start starts cmd confined to read-write access beneath rw (and read and
@@ -207,6 +214,12 @@ func (s *Sandbox) Start(cmd *exec.Cmd, rw []string) error {
 		if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
 			errc <- fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
 			return
+		}
+		if s.filter != nil {
+			if err := installFilter(s.filter); err != nil {
+				errc <- err
+				return
+			}
 		}
 		errc <- cmd.Start()
 	}()
