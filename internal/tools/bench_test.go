@@ -3,6 +3,7 @@ package tools_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -15,16 +16,7 @@ import (
 // benchShell measures one shell tool call running command in a workspace
 // whose src directory holds a few files.
 func benchShell(b *testing.B, command string, opts tools.Options) {
-	ws := b.TempDir()
-	for _, n := range []string{"a.go", "b.go", "c.txt", "d.go"} {
-		p := filepath.Join(ws, "src", n)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	ws := benchWorkspace(b)
 	list, err := tools.Builtins(ws, opts)
 	if err != nil {
 		b.Fatal(err)
@@ -41,6 +33,42 @@ func benchShell(b *testing.B, command string, opts tools.Options) {
 		}
 	}
 }
+
+// benchWorkspace is a workspace whose src directory holds a few files.
+func benchWorkspace(b *testing.B) string {
+	ws := b.TempDir()
+	for _, n := range []string{"a.go", "b.go", "c.txt", "d.go"} {
+		p := filepath.Join(ws, "src", n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ws
+}
+
+// benchBinSh runs command the way the shell tool once did, as /bin/sh -c
+// in the workspace, unconfined: the baseline of the figures above.
+func benchBinSh(b *testing.B, command string) {
+	ws := benchWorkspace(b)
+	defer reportCPU(b)()
+	b.ReportAllocs()
+	for b.Loop() {
+		cmd := exec.Command("/bin/sh", "-c", command)
+		cmd.Dir = ws
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%q: %q %v", command, out, err)
+		}
+	}
+}
+
+// BenchmarkShellLsWcBinSh is `ls src | wc -l` under /bin/sh -c.
+func BenchmarkShellLsWcBinSh(b *testing.B) { benchBinSh(b, "ls src | wc -l") }
+
+// BenchmarkShellPipeline3BinSh is the three-command pipeline under /bin/sh -c.
+func BenchmarkShellPipeline3BinSh(b *testing.B) { benchBinSh(b, "ls src | grep go | wc -l") }
 
 // BenchmarkShellLsWc is `ls src | wc -l`, each command started confined.
 func BenchmarkShellLsWc(b *testing.B) { benchShell(b, "ls src | wc -l", tools.Options{}) }
