@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -9,6 +12,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 )
 
 // TestTheGatewayBinaryDeniesWhenItCannotAudit runs the gateway with its
@@ -91,4 +98,55 @@ func TestTheGatewayBinaryDeniesWhenItCannotAudit(t *testing.T) {
 		g := startGateway(t, bin, append(args, "--audit-file", filepath.Join(mnt, "audit.log"))...)
 		check(t, g, "tmpfs-sentinel")
 	})
+}
+
+// TestTheAuditFileRotatesBySizeAndLosesNoRecord: with --audit-file, records
+// go to the file, which is rotated at its size limit into backups; across
+// the file and its backups every record is there once, whole.
+func TestTheAuditFileRotatesBySizeAndLosesNoRecord(t *testing.T) {
+	dir := t.TempDir()
+	a := auditFlags{file: filepath.Join(dir, "audit.log"), maxSizeMB: 1, maxBackups: 10}
+	sink := a.sink(io.Discard)
+	const n = 6000 // about 2.5 MB of records: two rotations
+	pad := strings.Repeat("x", 300)
+	for i := range n {
+		r := audit.Record{Phase: audit.PhaseCompleted, CallID: fmt.Sprint(i), Time: time.Now(), Tool: "read_file",
+			SessionID: pad, Outcome: hooks.StatusSucceeded}
+		if err := sink.Emit(context.Background(), r); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "audit*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Fatalf("files %v: want the file and at least two backups", files)
+	}
+	seen := map[string]int{}
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() > 1<<20 {
+			t.Errorf("%s holds %d bytes, over the 1 MB limit", f, st.Size())
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.SplitSeq(strings.TrimSuffix(string(b), "\n"), "\n") {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("%s: a line is not a whole record: %q", f, line)
+			}
+			seen[fmt.Sprint(rec["callId"])]++
+		}
+	}
+	for i := range n {
+		if c := seen[fmt.Sprint(i)]; c != 1 {
+			t.Errorf("record %d appears %d times across the files", i, c)
+		}
+	}
 }

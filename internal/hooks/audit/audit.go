@@ -78,6 +78,10 @@ type Record struct {
 	ChannelID     string
 	SenderID      string
 	CorrelationID string
+	// SenderUID and SenderGroups are the verified caller's uid and groups,
+	// when the authenticator knows them.
+	SenderUID    string
+	SenderGroups []string
 	// Streaming is true when the agent's turn was streamed.
 	Streaming bool
 	// Outcome is allowed, denied, succeeded, failed, timed_out or unknown_tool.
@@ -167,6 +171,14 @@ func (s *SlogSink) Emit(ctx context.Context, r Record) error {
 		slog.String("channelId", r.ChannelID),
 		slog.String("senderId", r.SenderID),
 		slog.String("correlationId", r.CorrelationID),
+	)
+	if r.SenderUID != "" {
+		rec.AddAttrs(slog.String("senderUid", r.SenderUID))
+	}
+	if len(r.SenderGroups) > 0 {
+		rec.AddAttrs(slog.Any("senderGroups", r.SenderGroups))
+	}
+	rec.AddAttrs(
 		slog.Bool("streaming", r.Streaming),
 		slog.String("outcome", string(r.Outcome)),
 	)
@@ -299,6 +311,9 @@ func (a *AuditLog) record(call *hooks.Call, res *hooks.Result) Record {
 		Duration:       res.Duration,
 		ArgumentLength: len(call.ArgsJSON),
 		ResultLength:   len(res.Output),
+	}
+	if call.Caller != nil {
+		r.SenderUID, r.SenderGroups = call.Caller.UID, slices.Clone(call.Caller.Groups)
 	}
 	if res.Denial != nil {
 		d := *res.Denial

@@ -251,6 +251,7 @@ func TestAuditLogRecordFields(t *testing.T) {
 	}), audit.WithClock(func() time.Time { return fixedTime }))
 	call := hooks.NewCall("read_file", `{"path":"`+secret+`"}`)
 	call.SessionID, call.ChannelID, call.SenderID, call.CorrelationID, call.Streaming = "s", "c", "u", "id", true
+	call.Caller = &hooks.Identity{Username: "u", UID: "uid-1", Groups: []string{"system:serviceaccounts", "team-a"}}
 	denial := &hooks.Decision{Hook: "h", Policy: policy, Rule: "r", Reason: "why", Action: hooks.ActionDeny}
 	warnings := []hooks.Decision{{Hook: "w", Rule: "r", Reason: "dry", Action: hooks.ActionWarn}}
 	res := &hooks.Result{Status: hooks.StatusDenied, Output: "0123456789", Duration: 1500 * time.Microsecond,
@@ -259,7 +260,7 @@ func TestAuditLogRecordFields(t *testing.T) {
 	a.After(context.Background(), call, res)
 	want := audit.Record{
 		Time: fixedTime, Tool: "read_file", SessionID: "s", ChannelID: "c", SenderID: "u", CorrelationID: "id",
-		Streaming: true, Outcome: hooks.StatusDenied, Denial: denial, Warnings: warnings,
+		SenderUID: "uid-1", SenderGroups: []string{"system:serviceaccounts", "team-a"}, Streaming: true, Outcome: hooks.StatusDenied, Denial: denial, Warnings: warnings,
 		Duration: 1500 * time.Microsecond, ArgumentLength: len(call.ArgsJSON), ResultLength: 10,
 	}
 	if len(got) != 1 || got[0].CallID == "" {

@@ -173,6 +173,15 @@ func appendRecord(b []byte, r *Record) ([]byte, bool) {
 	b = jsonappend.String(b, r.SenderID, jsonappend.Slog)
 	b = append(b, `,"correlationId":`...)
 	b = jsonappend.String(b, r.CorrelationID, jsonappend.Slog)
+	if r.SenderUID != "" {
+		b = append(b, `,"senderUid":`...)
+		b = jsonappend.String(b, r.SenderUID, jsonappend.Slog)
+	}
+	if len(r.SenderGroups) > 0 {
+		b = jsonappend.Array(append(b, `,"senderGroups":`...), len(r.SenderGroups), func(b []byte, i int) []byte {
+			return jsonappend.String(b, r.SenderGroups[i], jsonappend.Slog)
+		})
+	}
 	b = append(b, `,"streaming":`...)
 	b = strconv.AppendBool(b, r.Streaming)
 	b = append(b, `,"outcome":`...)

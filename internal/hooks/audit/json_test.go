@@ -25,6 +25,9 @@ func fuzzRecord(strs []string, nanos, dur, gen int64, lengths int32, streaming b
 		ArgumentLength: int(lengths), ResultLength: int(lengths) / 3,
 		CallID: s(6) + s(9), Phase: audit.Phase(decisions % 2),
 	}
+	if decisions%3 != 0 {
+		r.SenderUID, r.SenderGroups = s(15), []string{s(16), s(17)}[:int(decisions%3)]
+	}
 	if nanos != 0 {
 		// RFC 3339 offsets are whole minutes.
 		r.Time = time.Unix(0, nanos).In(time.FixedZone(s(6), int(gen%1000)*60))
@@ -69,6 +72,8 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 		ChannelID      string           `json:"channelId"`
 		SenderID       string           `json:"senderId"`
 		CorrelationID  string           `json:"correlationId"`
+		SenderUID      string           `json:"senderUid"`
+		SenderGroups   []string         `json:"senderGroups"`
 		Streaming      bool             `json:"streaming"`
 		Outcome        string           `json:"outcome"`
 		Denial         *hooks.Decision  `json:"denial"`
@@ -102,6 +107,13 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 	eq("channelId", got.ChannelID, r.ChannelID)
 	eq("senderId", got.SenderID, r.SenderID)
 	eq("correlationId", got.CorrelationID, r.CorrelationID)
+	eq("senderUid", got.SenderUID, r.SenderUID)
+	if len(got.SenderGroups) != len(r.SenderGroups) {
+		t.Errorf("senderGroups = %q, want %q", got.SenderGroups, r.SenderGroups)
+	}
+	for i := range min(len(got.SenderGroups), len(r.SenderGroups)) {
+		eq("senderGroups", got.SenderGroups[i], r.SenderGroups[i])
+	}
 	eq("outcome", got.Outcome, string(r.Outcome))
 	wantMsg := audit.Message
 	if r.Phase == audit.PhaseStarted {
