@@ -61,6 +61,19 @@ type ScopedCapability struct {
 	AllowedPaths []string `json:"allowedPaths,omitempty"`
 }
 
+// SenderBudget bounds one caller's calls over a sliding window.
+// +kubebuilder:validation:XValidation:rule="duration(self.window) >= duration('1m') && duration(self.window) <= duration('720h')",message="window must be between 1m and 720h"
+type SenderBudget struct {
+	// calls is the most calls the caller may make in any window.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000000
+	Calls int32 `json:"calls"`
+	// window is the length of the sliding window, e.g. 1h or 24h (1m to 720h).
+	// +required
+	Window metav1.Duration `json:"window"`
+}
+
 // RateLimit limits calls per sender and tool.
 type RateLimit struct {
 	// tools is a glob of tool names the limit applies to.
@@ -77,7 +90,7 @@ type RateLimit struct {
 }
 
 // ContractPolicySpec is a per-session contract: a budget, scoped capabilities and rate limits.
-// +kubebuilder:validation:XValidation:rule="(has(self.maxToolCalls) && self.maxToolCalls > 0) || (has(self.scopedCapabilities) && size(self.scopedCapabilities) > 0) || (has(self.allowedPaths) && size(self.allowedPaths) > 0) || (has(self.rateLimits) && size(self.rateLimits) > 0)",message="a contract needs at least one of maxToolCalls, scopedCapabilities, allowedPaths or rateLimits"
+// +kubebuilder:validation:XValidation:rule="(has(self.maxToolCalls) && self.maxToolCalls > 0) || (has(self.scopedCapabilities) && size(self.scopedCapabilities) > 0) || (has(self.allowedPaths) && size(self.allowedPaths) > 0) || (has(self.rateLimits) && size(self.rateLimits) > 0) || has(self.maxToolCallsPerSender)",message="a contract needs at least one of maxToolCalls, maxToolCallsPerSender, scopedCapabilities, allowedPaths or rateLimits"
 type ContractPolicySpec struct {
 	// subjects selects the calls (by session, channel and sender) this contract binds;
 	// empty binds every call.
@@ -88,6 +101,10 @@ type ContractPolicySpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10000000
 	MaxToolCalls int32 `json:"maxToolCalls,omitempty"`
+	// maxToolCallsPerSender bounds the calls one verified caller may make over a sliding
+	// window, across all its sessions: opening new sessions does not escape it.
+	// +optional
+	MaxToolCallsPerSender *SenderBudget `json:"maxToolCallsPerSender,omitempty"`
 	// scopedCapabilities grant tools, optionally under path prefixes. When any grant has
 	// allowedPaths, file-system and exec tools without a grant of their own are denied.
 	// +optional

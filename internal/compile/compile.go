@@ -220,6 +220,9 @@ func Autonomy(ref hooks.PolicyRef, s *policyv1alpha1.AutonomyPolicySpec) (gatewa
 // Contract compiles a ContractPolicy spec into its hook entry.
 func Contract(ref hooks.PolicyRef, s *policyv1alpha1.ContractPolicySpec) (gatewayconfig.Hook, error) {
 	c := &gatewayconfig.Contract{MaxToolCalls: int(s.MaxToolCalls), AllowedPaths: s.AllowedPaths}
+	if ps := s.MaxToolCallsPerSender; ps != nil {
+		c.PerSender = &gatewayconfig.SenderLimit{Calls: int(ps.Calls), WindowMillis: ps.Window.Milliseconds()}
+	}
 	if s.Subjects != nil {
 		c.Subjects = gatewayconfig.Subjects{Sessions: s.Subjects.Sessions, Channels: s.Subjects.Channels, Senders: s.Subjects.Senders}
 	}

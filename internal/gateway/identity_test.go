@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -183,5 +184,49 @@ spec: {maxToolCalls: 5}
 	}
 	if got := status(agentToken, "c"); got != "succeeded" {
 		t.Errorf("another caller's new session: %s", got)
+	}
+}
+
+// TestAPerCallerBudgetHoldsAcross50RotatedSessions: a ContractPolicy's
+// maxToolCallsPerSender counts the verified caller's calls whatever session
+// ids it sends; another caller keeps its own count.
+func TestAPerCallerBudgetHoldsAcross50RotatedSessions(t *testing.T) {
+	e := newEnv(t, nil)
+	e.mustPush(compileYAML(t, e.ws, `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: ContractPolicy
+metadata: {name: per-caller}
+spec:
+  maxToolCalls: 100
+  maxToolCallsPerSender: {calls: 5, window: 1h}
+`))
+	status := func(tok string, i int) string {
+		t.Helper()
+		code, body := e.postAs(tok, "/v1/tool-calls", map[string]any{"sessionId": fmt.Sprint("rotated-", i), "tool": "read_file",
+			"arguments": map[string]string{"path": "README.md"}})
+		if code != http.StatusOK {
+			t.Fatalf("answered %d %s", code, body)
+		}
+		var r gateway.ToolCallResponse
+		mustUnmarshal(t, body, &r)
+		if r.Denial != nil {
+			return r.Status + ":" + r.Denial.Rule
+		}
+		return r.Status
+	}
+	succeeded := 0
+	for i := range 50 {
+		switch got := status(otherToken, i); got {
+		case "succeeded":
+			succeeded++
+		case "denied:maxToolCallsPerSender":
+		default:
+			t.Fatalf("call %d: %s", i, got)
+		}
+	}
+	if succeeded != 5 {
+		t.Errorf("%d of 50 calls on 50 session ids ran, want 5", succeeded)
+	}
+	if got := status(agentToken, 0); got != "succeeded" {
+		t.Errorf("another caller: %s", got)
 	}
 }

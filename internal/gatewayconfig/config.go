@@ -102,9 +102,16 @@ type RateLimit struct {
 type Contract struct {
 	Subjects           Subjects     `json:"subjects,omitzero"`
 	MaxToolCalls       int          `json:"maxToolCalls,omitempty"`
+	PerSender          *SenderLimit `json:"maxToolCallsPerSender,omitempty"`
 	ScopedCapabilities []Capability `json:"scopedCapabilities,omitempty"`
 	AllowedPaths       []string     `json:"allowedPaths,omitempty"`
 	RateLimits         []RateLimit  `json:"rateLimits,omitempty"`
+}
+
+// SenderLimit bounds one caller's calls over a sliding window.
+type SenderLimit struct {
+	Calls        int   `json:"calls"`
+	WindowMillis int64 `json:"windowMillis"`
 }
 
 // Plugin is a PluginHook's compiled spec. Its runtime lives in the gateway.
@@ -247,7 +254,11 @@ func (c *Contract) contract() *contract.Contract {
 	for i, cp := range c.ScopedCapabilities {
 		caps[i] = contract.Capability{Tool: cp.Tool, AllowedPaths: cp.AllowedPaths}
 	}
-	return &contract.Contract{MaxToolCalls: c.MaxToolCalls, ScopedCapabilities: caps, AllowedPaths: c.AllowedPaths}
+	out := &contract.Contract{MaxToolCalls: c.MaxToolCalls, ScopedCapabilities: caps, AllowedPaths: c.AllowedPaths}
+	if c.PerSender != nil {
+		out.PerSenderCalls, out.PerSenderWindow = c.PerSender.Calls, time.Duration(c.PerSender.WindowMillis)*time.Millisecond
+	}
+	return out
 }
 
 func (c *Contract) rules() []ratelimit.Rule {

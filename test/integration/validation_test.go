@@ -233,7 +233,7 @@ func TestAutonomyPolicyValidation(t *testing.T) {
 
 func TestContractPolicyValidation(t *testing.T) {
 	type spec = policyv1alpha1.ContractPolicySpec
-	const needsOne = `spec: Invalid value: a contract needs at least one of maxToolCalls, scopedCapabilities, allowedPaths or rateLimits`
+	const needsOne = `spec: Invalid value: a contract needs at least one of maxToolCalls, maxToolCallsPerSender, scopedCapabilities, allowedPaths or rateLimits`
 	subjectsOnly := func(s *spec) {
 		*s = spec{Subjects: &policyv1alpha1.Subjects{Channels: []string{"slack"}}}
 	}
@@ -293,6 +293,26 @@ func TestContractPolicyValidation(t *testing.T) {
 			name:    "maxToolCalls above 10000000 is rejected",
 			obj:     contractPolicy(func(s *spec) { s.MaxToolCalls = 10_000_001 }),
 			wantErr: "spec.maxToolCalls in body should be less than or equal to 10000000",
+		},
+		{
+			name: "maxToolCallsPerSender alone is accepted",
+			obj: contractPolicy(func(s *spec) {
+				*s = spec{MaxToolCallsPerSender: &policyv1alpha1.SenderBudget{Calls: 100, Window: metav1.Duration{Duration: 24 * time.Hour}}}
+			}),
+		},
+		{
+			name: "a maxToolCallsPerSender window under a minute is rejected",
+			obj: contractPolicy(func(s *spec) {
+				s.MaxToolCallsPerSender = &policyv1alpha1.SenderBudget{Calls: 100, Window: metav1.Duration{Duration: 30 * time.Second}}
+			}),
+			wantErr: "window must be between 1m and 720h",
+		},
+		{
+			name: "a maxToolCallsPerSender of no calls is rejected",
+			obj: contractPolicy(func(s *spec) {
+				s.MaxToolCallsPerSender = &policyv1alpha1.SenderBudget{Calls: 0, Window: metav1.Duration{Duration: time.Hour}}
+			}),
+			wantErr: "spec.maxToolCallsPerSender.calls in body should be greater than or equal to 1",
 		},
 		{
 			name: "perSenderPerMinute of 1 is accepted",

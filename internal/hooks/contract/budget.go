@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/ratelimit"
 )
 
 // Budget defaults.
@@ -84,6 +85,34 @@ type Budgets struct {
 
 	pmu     sync.Mutex
 	pending map[*hooks.Call]reservation
+
+	smu          sync.Mutex
+	senderCounts map[time.Duration]*ratelimit.SenderWindows // by window
+}
+
+// senders returns the per-caller counters of window, kept for as long as
+// the Budgets (across configuration changes, like the session counters).
+func (b *Budgets) senders(window time.Duration) *ratelimit.SenderWindows {
+	b.smu.Lock()
+	defer b.smu.Unlock()
+	w, ok := b.senderCounts[window]
+	if !ok {
+		if b.senderCounts == nil {
+			b.senderCounts = map[time.Duration]*ratelimit.SenderWindows{}
+		}
+		w = ratelimit.NewSenderWindows(window, b.maxSess)
+		b.senderCounts[window] = w
+	}
+	return w
+}
+
+// callerOf is whom a per-caller budget counts a call against: the verified
+// identity, or the sender the call names where there is none (offline checks).
+func callerOf(call *hooks.Call) string {
+	if call.Caller != nil {
+		return call.Caller.Username
+	}
+	return call.SenderID
 }
 
 // session is one session's counter: committed<<32 | inflight.

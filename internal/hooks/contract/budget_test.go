@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -470,6 +471,115 @@ func BenchmarkBeforeReadFile(b *testing.B) {
 	for b.Loop() {
 		if v, _ := h.Before(ctx, c); !v.Allowed {
 			b.Fatal(v.Reason)
+		}
+	}
+}
+
+// BenchmarkBudgetTableFills opens 1,000,000 distinct sessions from two
+// callers against the default table (100,000 sessions, 50,000 per caller
+// here so that two callers can fill it), with a call of a long-lived session
+// after every ten: new-session throughput and p99 latencies of both kinds of
+// call, before and after the table is full. Run with -benchtime 1x.
+func BenchmarkBudgetTableFills(b *testing.B) {
+	for b.Loop() {
+		h := budgetHook(b, 1000000, BudgetConfig{MaxSessionsPerSender: DefaultMaxSessions / 2})
+		ctx := context.Background()
+		res := &hooks.Result{Status: hooks.StatusSucceeded}
+		callers := []*hooks.Identity{{Username: "agent-a"}, {Username: "agent-b"}}
+		live := sessionCall("long-lived")
+		live.Caller = callers[0]
+		var newLat, liveLat [2][]time.Duration // [before full, after full]
+		var newTime [2]time.Duration
+		var newCount [2]int
+		phase := 0
+		for i := range 1_000_000 {
+			c := sessionCall(fmt.Sprint("s-", i))
+			c.Caller = callers[i%2]
+			t0 := time.Now()
+			v, _ := h.Before(ctx, c)
+			if v.Allowed {
+				h.After(ctx, c, res)
+			} else if phase == 0 {
+				phase = 1
+			}
+			d := time.Since(t0)
+			newLat[phase] = append(newLat[phase], d)
+			newTime[phase] += d
+			newCount[phase]++
+			if i%10 == 0 {
+				t0 = time.Now()
+				if v, _ := h.Before(ctx, live); !v.Allowed {
+					b.Fatalf("the long-lived session was denied: %s", v.Reason)
+				}
+				h.After(ctx, live, res)
+				liveLat[phase] = append(liveLat[phase], time.Since(t0))
+			}
+		}
+		p99 := func(ds []time.Duration) float64 {
+			if len(ds) == 0 {
+				return 0
+			}
+			slices.Sort(ds)
+			return float64(ds[len(ds)*99/100].Nanoseconds())
+		}
+		for ph, name := range []string{"filling", "full"} {
+			if newCount[ph] > 0 {
+				b.ReportMetric(float64(newCount[ph])/newTime[ph].Seconds(), "new-sessions/s-"+name)
+			}
+			b.ReportMetric(p99(newLat[ph]), "new-p99-ns-"+name)
+			b.ReportMetric(p99(liveLat[ph]), "live-p99-ns-"+name)
+		}
+	}
+}
+
+// TestPerSenderBudgetHoldsAcrossRotatedSessions: a caller opening a new
+// session for every call still gets only its calls per window; another
+// caller has its own count; the window slides.
+func TestPerSenderBudgetHoldsAcrossRotatedSessions(t *testing.T) {
+	clk := newClock()
+	b, err := NewBudgets(BudgetConfig{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := NewStaticResolver(Binding{Contract: &Contract{MaxToolCalls: 100, PerSenderCalls: 10, PerSenderWindow: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Resolver: sr, Budgets: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := func(who string, i int) *hooks.Call {
+		c := sessionCall(fmt.Sprint("rotated-", i))
+		c.Caller = &hooks.Identity{Username: who}
+		return c
+	}
+	allowed := 0
+	for i := range 50 {
+		v := run(h, as("rotator", i), hooks.StatusSucceeded)
+		if v.Allowed {
+			allowed++
+		} else if v.Rule != RuleMaxToolCallsPerSender || !strings.Contains(v.Reason, `"rotator"`) {
+			t.Fatalf("call %d denied by %s: %s", i, v.Rule, v.Reason)
+		}
+	}
+	if allowed != 10 {
+		t.Errorf("%d of 50 calls over 50 sessions allowed, want 10", allowed)
+	}
+	if v := run(h, as("other", 0), hooks.StatusSucceeded); !v.Allowed {
+		t.Errorf("another caller: %s", v.Reason)
+	}
+	clk.Add(30 * time.Minute)
+	if v := run(h, as("rotator", 99), hooks.StatusSucceeded); v.Allowed {
+		t.Error("allowed within the window after ten calls")
+	}
+	clk.Add(31 * time.Minute)
+	if v := run(h, as("rotator", 100), hooks.StatusSucceeded); !v.Allowed {
+		t.Errorf("a call after the window slid past the first ten: %s", v.Reason)
+	}
+	for _, bad := range []*Contract{{PerSenderCalls: 1, PerSenderWindow: time.Second}, {PerSenderCalls: -1}, {PerSenderCalls: 1, PerSenderWindow: 1000 * time.Hour}} {
+		if err := bad.Validate(); !errors.Is(err, ErrInvalidContract) {
+			t.Errorf("contract %+v: %v, want ErrInvalidContract", bad, err)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
@@ -21,6 +22,9 @@ import (
 const (
 	// RuleMaxToolCalls denies a call beyond the session's budget.
 	RuleMaxToolCalls = "maxToolCalls"
+	// RuleMaxToolCallsPerSender denies a call beyond its caller's budget
+	// over the window.
+	RuleMaxToolCallsPerSender = "maxToolCallsPerSender"
 	// RuleScopedCapabilities denies a call that no capability grants or whose
 	// paths lie outside its capability's allowed paths.
 	RuleScopedCapabilities = "scopedCapabilities"
@@ -46,6 +50,11 @@ const MaxToolCallsLimit = 1<<31 - 1
 type Contract struct {
 	// MaxToolCalls is how many calls the session may execute; 0 means no limit.
 	MaxToolCalls int
+	// PerSenderCalls bounds the calls this contract allows one caller (the
+	// verified identity, whatever its sessions) in any PerSenderWindow; 0
+	// means no limit.
+	PerSenderCalls  int
+	PerSenderWindow time.Duration
 	// ScopedCapabilities grant tools, optionally confined to paths. When any
 	// capability has AllowedPaths the contract is "scoped": file-system and
 	// exec tools without a capability of their own are denied.
@@ -73,6 +82,12 @@ func (c *Contract) Validate() error {
 	}
 	if c.MaxToolCalls < 0 || c.MaxToolCalls > MaxToolCallsLimit {
 		return fmt.Errorf("%w: maxToolCalls %d must be between 0 and %d", ErrInvalidContract, c.MaxToolCalls, MaxToolCallsLimit)
+	}
+	if c.PerSenderCalls < 0 || c.PerSenderCalls > MaxToolCallsLimit {
+		return fmt.Errorf("%w: maxToolCallsPerSender calls %d must be between 0 and %d", ErrInvalidContract, c.PerSenderCalls, MaxToolCallsLimit)
+	}
+	if c.PerSenderCalls > 0 && (c.PerSenderWindow < time.Minute || c.PerSenderWindow > 720*time.Hour) {
+		return fmt.Errorf("%w: maxToolCallsPerSender window %s must be between 1m and 720h", ErrInvalidContract, c.PerSenderWindow)
 	}
 	for i, cp := range c.ScopedCapabilities {
 		if strings.TrimSpace(cp.Tool) == "" {

@@ -143,6 +143,19 @@ func (h *ContractScope) Before(ctx context.Context, call *hooks.Call) (hooks.Ver
 	if v := h.checkScope(pathguard.MemoFrom(ctx), call, c); !v.Allowed {
 		return v, nil
 	}
+	if c.PerSenderCalls > 0 {
+		who := callerOf(call)
+		ok, full := h.budgets.senders(c.PerSenderWindow).Take(who, h.budgets.now(), c.PerSenderCalls)
+		switch {
+		case full:
+			return hooks.Deny(RuleMaxToolCallsPerSender, fmt.Sprintf(
+				"The per-caller budget table is full (%d callers within their window); caller %q cannot start one until others go idle",
+				h.budgets.maxSess, who)), nil
+		case !ok:
+			return hooks.Deny(RuleMaxToolCallsPerSender, fmt.Sprintf(
+				"Caller %q has made its %d tool calls allowed per %s, across all its sessions", who, c.PerSenderCalls, c.PerSenderWindow)), nil
+		}
+	}
 	if c.MaxToolCalls > 0 {
 		switch h.budgets.reserve(call, c.MaxToolCalls) {
 		case overBudget:
