@@ -125,6 +125,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		return f, fmt.Errorf("--budget-max-sessions-per-caller %d is more than --budget-max-sessions %d",
 			f.budgets.MaxSessionsPerSender, f.budgets.MaxSessions)
 	}
+	if err := f.mcp.check(); err != nil {
+		return f, err
+	}
 	if f.pluginMaxTimeouts < 1 {
 		return f, fmt.Errorf("--plugin-max-timeouts %d: must be at least 1", f.pluginMaxTimeouts)
 	}

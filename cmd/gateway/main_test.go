@@ -35,6 +35,11 @@ func TestParseFlags(t *testing.T) {
 		{"a caller's share over the table", []string{"--workspace", ws, "--budget-max-sessions", "10",
 			"--budget-max-sessions-per-caller", "11"}, "is more than --budget-max-sessions 10"},
 		{"no plugin timeouts", []string{"--workspace", ws, "--plugin-max-timeouts", "0"}, "--plugin-max-timeouts 0"},
+		{"no MCP sessions", []string{"--workspace", ws, "--mcp-max-sessions", "0"}, "--mcp-max-sessions and --mcp-max-sessions-per-caller must be positive"},
+		{"no MCP sessions per caller", []string{"--workspace", ws, "--mcp-max-sessions-per-caller", "-1"}, "must be positive"},
+		{"a caller's MCP sessions over the total", []string{"--workspace", ws, "--mcp-max-sessions", "50"},
+			"--mcp-max-sessions-per-caller 100 is more than --mcp-max-sessions 50"},
+		{"a negative MCP idle timeout", []string{"--workspace", ws, "--mcp-session-idle-timeout", "-1s"}, "must not be negative (0: never)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,9 +53,17 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if f.mcp.idleTimeout != 5*time.Minute || f.mcp.maxSessions != 10000 || f.mcp.maxSessionsPerCaller != 100 {
+		t.Errorf("MCP session flags %+v", f.mcp)
+	}
 	if f.listen != ":8080" || f.namespace != "default" || f.labels["track"] != "canary" || f.labels["app"] != "gw" || f.toolTimeout >= 0 ||
 		f.sandbox.Mode != "landlock" || f.sandbox.Network != "deny" || len(f.sandbox.ReadExecDirs) == 0 || f.sandbox.ReadExecDirs[0] != "/usr" {
 		t.Errorf("flags %+v", f)
+	}
+	f, err = parseFlags([]string{"--workspace", ws, "--mcp-max-sessions", "7", "--mcp-max-sessions-per-caller", "7",
+		"--mcp-session-idle-timeout", "0"}, io.Discard)
+	if err != nil || f.mcp.maxSessions != 7 || f.mcp.maxSessionsPerCaller != 7 || f.mcp.idleTimeout != 0 {
+		t.Errorf("MCP session flags %+v %v", f.mcp, err)
 	}
 	f, err = parseFlags([]string{"--workspace", ws, "--sandbox=off", "--sandbox-read-exec-dirs", "/usr, /opt/tools",
 		"--sandbox-network=allow"}, io.Discard)

@@ -20,13 +20,37 @@ type mcpFlags struct {
 	upstreams   string
 	deniedTools string
 	idleTimeout time.Duration
+	// maxSessions and maxSessionsPerCaller cap the open MCP sessions, in
+	// total and per caller.
+	maxSessions, maxSessionsPerCaller int
 }
+
+// defaultMCPIdleTimeout is --mcp-session-idle-timeout's default.
+const defaultMCPIdleTimeout = 5 * time.Minute
 
 func (m *mcpFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&m.enabled, "mcp", false, "serve the MCP endpoint (streamable HTTP) at /mcp")
 	fs.StringVar(&m.upstreams, "mcp-upstreams", "", "upstream MCP servers to front (YAML file; see README, MCP)")
 	fs.StringVar(&m.deniedTools, "mcp-denied-tools", mcpgate.DeniedMark, "tools/list: mark or hide tools the policies deny outright")
-	fs.DurationVar(&m.idleTimeout, "mcp-session-idle-timeout", 30*time.Minute, "close MCP sessions idle this long (0: never)")
+	fs.DurationVar(&m.idleTimeout, "mcp-session-idle-timeout", defaultMCPIdleTimeout,
+		"close MCP sessions idle this long, which frees their place under the session caps (0: never; only DELETE frees a place)")
+	fs.IntVar(&m.maxSessions, "mcp-max-sessions", mcpgate.DefaultMaxSessions,
+		"most MCP sessions open at once; a new session beyond it is refused (HTTP 503) until others close")
+	fs.IntVar(&m.maxSessionsPerCaller, "mcp-max-sessions-per-caller", mcpgate.DefaultMaxSessionsPerCaller,
+		"most MCP sessions one caller (by verified username) has open at once; one more is refused (HTTP 429)")
+}
+
+// check validates the flags.
+func (m *mcpFlags) check() error {
+	switch {
+	case m.idleTimeout < 0:
+		return errors.New("--mcp-session-idle-timeout must not be negative (0: never)")
+	case m.maxSessions <= 0 || m.maxSessionsPerCaller <= 0:
+		return errors.New("--mcp-max-sessions and --mcp-max-sessions-per-caller must be positive")
+	case m.maxSessionsPerCaller > m.maxSessions:
+		return fmt.Errorf("--mcp-max-sessions-per-caller %d is more than --mcp-max-sessions %d", m.maxSessionsPerCaller, m.maxSessions)
+	}
+	return nil
 }
 
 // connect connects the upstreams and adds their tools to opts; nil without --mcp-upstreams.
@@ -63,10 +87,12 @@ func (m *mcpFlags) handler(srv *gateway.Server, ups *mcpgate.Upstreams, log *slo
 	}
 	h, err := mcpgate.NewHandler(mcpgate.Options{
 		Gateway: srv, Upstreams: ups, DeniedTools: m.deniedTools, SessionIdleTimeout: m.idleTimeout, Logger: log,
+		MaxSessions: m.maxSessions, MaxSessionsPerCaller: m.maxSessionsPerCaller,
 	})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("MCP endpoint enabled", "path", mcpgate.Path)
+	log.Info("MCP endpoint enabled", "path", mcpgate.Path, "sessionIdleTimeout", m.idleTimeout,
+		"maxSessions", m.maxSessions, "maxSessionsPerCaller", m.maxSessionsPerCaller)
 	return mcpgate.Mount(srv.Handler(), h), nil
 }

@@ -90,7 +90,7 @@ func TestTheGatewayBinaryServesMCP(t *testing.T) {
 		}
 	}
 	g := startGateway(t, bin, "--listen", "127.0.0.1:0", "--workspace", ws, "--policies", policies,
-		"--mcp", "--auth-tokens-file", filepath.Join(tmp, "tokens.yaml"))
+		"--mcp", "--auth-tokens-file", filepath.Join(tmp, "tokens.yaml"), "--mcp-max-sessions-per-caller", "1", "--mcp-max-sessions", "5")
 
 	resp, err := http.Post(g.base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	if err != nil {
@@ -118,6 +118,23 @@ func TestTheGatewayBinaryServesMCP(t *testing.T) {
 		}
 		if tc, _ := res.Content[0].(*mcp.TextContent); tc == nil || tc.Text != want || res.IsError != strings.HasPrefix(want, "Tool execution denied") {
 			t.Errorf("read_file %s: %+v", args, res)
+		}
+	}
+	// The caller's cap of one session: a second is refused and counted.
+	if _, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: g.base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{"ci-agent-token-0123456789"}}, MaxRetries: -1}, nil); err == nil ||
+		!strings.Contains(err.Error(), "Too Many Requests") {
+		t.Errorf("a second session over --mcp-max-sessions-per-caller 1: %v", err)
+	}
+	resp, err = http.Get(g.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	for _, want := range []string{"\ntoolhooks_mcp_sessions 1\n", `toolhooks_mcp_sessions_refused_total{cap="caller"} 2`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %q", want)
 		}
 	}
 	_ = cs.Close()

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -32,3 +34,7 @@ func DenialOf(d *hooks.Decision) *Denial { return denialOf(d) }
 // Callers is the authenticator of every API's callers (Options.Callers),
 // which the MCP endpoint shares.
 func (s *Server) Callers() *authn.Request { return s.opts.Callers }
+
+// Registry receives the gateway's metrics (Options.Registry), which the MCP
+// endpoint's join.
+func (s *Server) Registry() prometheus.Registerer { return s.opts.Registry }

@@ -62,6 +62,7 @@ type env struct {
 	ws    string
 	srv   *gateway.Server
 	url   string
+	base  string // the server's URL, without a path
 	audit *audit.Memory
 }
 
@@ -72,6 +73,9 @@ type envOptions struct {
 	denied    string
 	// toolTimeout is the gateway's tool timeout (0: the default).
 	toolTimeout time.Duration
+	// Session limits and idle timeout (mcpgate.Options; 0: the defaults).
+	maxSessions, maxSessionsPerCaller int
+	sessionIdle                       time.Duration
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -127,7 +131,8 @@ func newEnvIn(t *testing.T, ws string, o envOptions) *env {
 	}
 	t.Cleanup(srv.Close)
 	e.srv = srv
-	mo := mcpgate.Options{Gateway: srv, Upstreams: ups, DeniedTools: o.denied, Logger: discard()}
+	mo := mcpgate.Options{Gateway: srv, Upstreams: ups, DeniedTools: o.denied, Logger: discard(),
+		MaxSessions: o.maxSessions, MaxSessionsPerCaller: o.maxSessionsPerCaller, SessionIdleTimeout: o.sessionIdle}
 	h, err := mcpgate.NewHandler(mo)
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +140,7 @@ func newEnvIn(t *testing.T, ws string, o envOptions) *env {
 	hs := httptest.NewServer(mcpgate.Mount(srv.Handler(), h))
 	t.Cleanup(hs.Close)
 	e.url = hs.URL + mcpgate.Path
+	e.base = hs.URL
 	return e
 }
 

@@ -23,6 +23,15 @@
 // starts with "[denied by policy]" and _meta["toolhooks.dev/denial"] holds
 // the denial a call would get) or left out (DeniedHide). Either way a call
 // still reaches the hooks and gets that denial, never "unknown tool".
+//
+// Sessions are capped in total (Options.MaxSessions) and per caller, by
+// verified username (Options.MaxSessionsPerCaller). A request without an
+// Mcp-Session-Id over a cap opens nothing: it is answered with HTTP 429 (the
+// caller's cap) or 503 (the total) and a JSON-RPC error CodeSessionLimit that
+// names the cap, its value and the idle timeout. A session frees its place
+// when it ends: DELETE, the idle timeout (Options.SessionIdleTimeout; with
+// none, only DELETE), or any other close. The metrics toolhooks_mcp_sessions
+// and toolhooks_mcp_sessions_refused_total{cap} join the gateway's.
 package mcpgate
 
 import (
@@ -71,8 +80,17 @@ type Options struct {
 	Upstreams *Upstreams
 	// DeniedTools is DeniedMark (default) or DeniedHide.
 	DeniedTools string
-	// SessionIdleTimeout closes MCP sessions idle this long (0: never).
+	// SessionIdleTimeout closes MCP sessions idle this long (0: never, so
+	// that only DELETE frees a session's place under the caps below).
 	SessionIdleTimeout time.Duration
+	// MaxSessions caps the sessions open at once (0: DefaultMaxSessions);
+	// a request that would open one more is refused with HTTP 503.
+	MaxSessions int
+	// MaxSessionsPerCaller caps the sessions one caller (by verified
+	// username) has open at once (0: DefaultMaxSessionsPerCaller, or
+	// MaxSessions if less); one more is refused with HTTP 429. It must not
+	// exceed MaxSessions.
+	MaxSessionsPerCaller int
 	// Logger logs the endpoint's events; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -106,8 +124,15 @@ func NewHandler(opts Options) (*Handler, error) {
 	default:
 		return nil, fmt.Errorf("mcp: denied tools must be %q or %q, not %q", DeniedMark, DeniedHide, opts.DeniedTools)
 	}
+	if err := checkSessionLimits(&opts); err != nil {
+		return nil, err
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	limits, err := newSessionLimits(opts.Gateway.Registry(), opts.MaxSessions, opts.MaxSessionsPerCaller, opts.SessionIdleTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: session metrics: %w", err)
 	}
 	descs := builtinTools()
 	if opts.Upstreams != nil {
@@ -127,12 +152,12 @@ func NewHandler(opts Options) (*Handler, error) {
 	for _, d := range descs {
 		h.server.AddTool(d, h.callTool)
 	}
-	h.server.AddReceivingMiddleware(h.filterList)
+	h.server.AddReceivingMiddleware(h.filterList, limits.claim)
 	// JSON responses rather than an SSE stream per POST: the gateway sends
 	// no notifications during a call, and it saves work on every call.
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server },
 		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionIdleTimeout, JSONResponse: true})
-	h.http = authMiddleware(opts.Gateway.Callers(), strictMessages(streamable))
+	h.http = authMiddleware(opts.Gateway.Callers(), strictMessages(limits.middleware(streamable)))
 	return h, nil
 }
 

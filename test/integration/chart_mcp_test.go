@@ -37,7 +37,8 @@ func TestChartMCPValues(t *testing.T) {
 	pod := gatewayPod(m)
 	args := pod.Containers[0].Args
 	for _, want := range []string{"--mcp", "--auth-audience=toolhooks.dev/gateway", "--mcp-denied-tools=mark",
-		"--mcp-session-idle-timeout=30m", "--auth-token-cache-ttl=1m", "--mcp-upstreams=/etc/toolhooks/mcp/upstreams.yaml"} {
+		"--mcp-session-idle-timeout=5m", "--mcp-max-sessions=10000", "--mcp-max-sessions-per-caller=100",
+		"--auth-token-cache-ttl=1m", "--mcp-upstreams=/etc/toolhooks/mcp/upstreams.yaml"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("gateway args %q lack %s", args, want)
 		}
@@ -80,6 +81,8 @@ func TestChartMCPValues(t *testing.T) {
 	}{
 		{[]string{"gateway.mcp.upstreams[0].name=fs"}, "need gateway.mcp.enabled=true"},
 		{[]string{"gateway.mcp.enabled=true", "gateway.mcp.upstreams[0].name=fs", "gateway.mcp.upstreamsSecret=s"}, "not both"},
+		{[]string{"gateway.mcp.enabled=true", "gateway.mcp.maxSessions=50"},
+			"gateway.mcp.maxSessionsPerCaller (100) is more than gateway.mcp.maxSessions (50)"},
 	} {
 		if out, err := helmTemplate(t, "toolhooks", "ns", c.sets...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("helm template --set %q: err %v, want one saying %q\n%.300s", c.sets, err, c.want, out)

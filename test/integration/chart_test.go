@@ -274,6 +274,8 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		"mcp upstream name":       {"gateway.mcp.upstreams[0].name=fs_1", "/gateway/mcp/upstreams/0/name"},
 		"mcp token cache ttl":     {"gateway.mcp.tokenCacheTTL=-1m", "gateway.mcp.tokenCacheTTL"},
 		"unknown sandbox network": {"gateway.sandbox.network=none", "gateway.sandbox.network"},
+		"no mcp sessions":         {"gateway.mcp.maxSessions=0", "gateway.mcp.maxSessions"},
+		"mcp sessions per caller": {"gateway.mcp.maxSessionsPerCaller=1.5", "gateway.mcp.maxSessionsPerCaller"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
