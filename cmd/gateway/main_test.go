@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolhooks/toolhooks/internal/mcpgate"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -53,7 +55,7 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.mcp.idleTimeout != 5*time.Minute || f.mcp.maxSessions != 10000 || f.mcp.maxSessionsPerCaller != 100 {
+	if f.mcp.idleTimeout != 5*time.Minute || f.mcp.maxSessions != mcpgate.DefaultMaxSessions || f.mcp.maxSessionsPerCaller != 100 {
 		t.Errorf("MCP session flags %+v", f.mcp)
 	}
 	if f.listen != ":8080" || f.namespace != "default" || f.labels["track"] != "canary" || f.labels["app"] != "gw" || f.toolTimeout >= 0 ||

@@ -19,7 +19,7 @@ import (
 
 // Defaults of the session limits (Options).
 const (
-	DefaultMaxSessions          = 10000
+	DefaultMaxSessions          = 2000 // about 35 KB each: a full table fits the chart's 512Mi
 	DefaultMaxSessionsPerCaller = 100
 )
 

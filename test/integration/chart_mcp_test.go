@@ -37,7 +37,7 @@ func TestChartMCPValues(t *testing.T) {
 	pod := gatewayPod(m)
 	args := pod.Containers[0].Args
 	for _, want := range []string{"--mcp", "--auth-audience=toolhooks.dev/gateway", "--mcp-denied-tools=mark",
-		"--mcp-session-idle-timeout=5m", "--mcp-max-sessions=10000", "--mcp-max-sessions-per-caller=100",
+		"--mcp-session-idle-timeout=5m", "--mcp-max-sessions=2000", "--mcp-max-sessions-per-caller=100",
 		"--auth-token-cache-ttl=1m", "--mcp-upstreams=/etc/toolhooks/mcp/upstreams.yaml"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("gateway args %q lack %s", args, want)
