@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -55,6 +56,7 @@ type flags struct {
 	shutdownTimeout time.Duration
 	audit           auditFlags
 	maxConns        int
+	maxConnsPerIP   int
 	idleTimeout     time.Duration
 	gogc            int // garbage collector percentage to set; 0 keeps the runtime's (GOGC)
 	sandbox         sandbox.Config
@@ -102,6 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	f.audit.register(fs)
 	fs.IntVar(&f.maxConns, "max-connections", 1024,
 		"most HTTP connections served at once; further ones wait in the kernel's backlog (0: no limit)")
+	fs.IntVar(&f.maxConnsPerIP, "max-connections-per-ip", 256,
+		"most HTTP connections one client address holds at once; more are closed as they arrive (0: no limit)")
 	fs.DurationVar(&f.idleTimeout, "http-idle-timeout", 30*time.Second, "close keep-alive connections idle this long")
 	f.auth.register(fs)
 	fs.DurationVar(&f.budgets.SessionTTL, "budget-session-ttl", contract.DefaultSessionTTL,
@@ -127,6 +131,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	}
 	if err := f.mcp.check(); err != nil {
 		return f, err
+	}
+	if f.maxConns < 0 || f.maxConnsPerIP < 0 {
+		return f, errors.New("--max-connections and --max-connections-per-ip must not be negative (0: no limit)")
 	}
 	if f.pluginMaxTimeouts < 1 {
 		return f, fmt.Errorf("--plugin-max-timeouts %d: must be at least 1", f.pluginMaxTimeouts)
@@ -265,7 +272,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	ln, err := listen(f.listen, f.maxConns)
+	ln, err := listen(f.listen, f.maxConns, f.maxConnsPerIP)
 	if err != nil {
 		return err
 	}
@@ -303,16 +310,75 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// listen listens on addr and serves at most maxConns connections at once
-// (0: no limit): one caller holding thousands of idle keep-alive
-// connections cannot exhaust the gateway's memory or file descriptors.
-func listen(addr string, maxConns int) (net.Listener, error) {
+// listen listens on addr and serves at most maxConns connections at once,
+// at most perIP of them from one client address (0: no limit): one caller
+// holding thousands of idle keep-alive connections cannot exhaust the
+// gateway's memory or file descriptors, nor take every slot from others.
+func listen(addr string, maxConns, perIP int) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening: %w", err)
 	}
+	if perIP > 0 {
+		ln = &perIPListener{Listener: ln, max: perIP, open: map[string]int{}}
+	}
 	if maxConns > 0 {
+		// Outside the per-address cap: a connection refused for its address
+		// takes no slot of the total.
 		ln = netutil.LimitListener(ln, maxConns)
 	}
 	return ln, nil
+}
+
+// perIPListener closes, as it accepts them, the connections of a client
+// address that already holds max.
+type perIPListener struct {
+	net.Listener
+	max int
+
+	mu   sync.Mutex
+	open map[string]int
+}
+
+func (l *perIPListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := c.RemoteAddr().String()
+		if host, _, err := net.SplitHostPort(ip); err == nil {
+			ip = host
+		}
+		l.mu.Lock()
+		ok := l.open[ip] < l.max
+		if ok {
+			l.open[ip]++
+		}
+		l.mu.Unlock()
+		if ok {
+			return &perIPConn{Conn: c, l: l, ip: ip}, nil
+		}
+		_ = c.Close()
+	}
+}
+
+// perIPConn gives its address's place back when closed, once.
+type perIPConn struct {
+	net.Conn
+	l    *perIPListener
+	ip   string
+	once sync.Once
+}
+
+func (c *perIPConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		if c.l.open[c.ip]--; c.l.open[c.ip] <= 0 {
+			delete(c.l.open, c.ip)
+		}
+		c.l.mu.Unlock()
+	})
+	return err
 }

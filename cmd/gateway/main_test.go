@@ -37,6 +37,7 @@ func TestParseFlags(t *testing.T) {
 		{"a caller's share over the table", []string{"--workspace", ws, "--budget-max-sessions", "10",
 			"--budget-max-sessions-per-caller", "11"}, "is more than --budget-max-sessions 10"},
 		{"no plugin timeouts", []string{"--workspace", ws, "--plugin-max-timeouts", "0"}, "--plugin-max-timeouts 0"},
+		{"a negative per-address cap", []string{"--workspace", ws, "--max-connections-per-ip", "-1"}, "must not be negative"},
 		{"no MCP sessions", []string{"--workspace", ws, "--mcp-max-sessions", "0"}, "--mcp-max-sessions and --mcp-max-sessions-per-caller must be positive"},
 		{"no MCP sessions per caller", []string{"--workspace", ws, "--mcp-max-sessions-per-caller", "-1"}, "must be positive"},
 		{"a caller's MCP sessions over the total", []string{"--workspace", ws, "--mcp-max-sessions", "50"},
