@@ -712,3 +712,50 @@ func TestChartCRDsAreTheGeneratedOnes(t *testing.T) {
 		}
 	}
 }
+
+// TestChartMountsStaticTokensAndTheOIDCCA: a Secret of static caller tokens
+// and a ConfigMap with the OIDC issuer's CA are mounted read-only where the
+// gateway's flags point.
+func TestChartMountsStaticTokensAndTheOIDCCA(t *testing.T) {
+	m := parseManifest(t, mustTemplate(t, "toolhooks", "ns", "gateway.auth.staticTokensSecret=dev-tokens",
+		"gateway.auth.oidc.issuerURL=https://issuer.example", "gateway.auth.oidc.audience=toolhooks",
+		"gateway.auth.oidc.caConfigMap=issuer-ca"))
+	gw := into[deployment](t, m.get(t, "Deployment", "toolhooks-gateway"))
+	spec := gw.Spec.Template.Spec
+	args := spec.Containers[0].Args
+	for flag, want := range map[string]string{"auth-tokens-file": "/etc/toolhooks/auth/tokens.yaml", "auth-oidc-ca-file": "/etc/toolhooks/oidc/ca.crt",
+		// A value ending in ':' stays a string, not a YAML key.
+		"auth-oidc-username-prefix": "oidc:", "auth-oidc-groups-prefix": "oidc:", "auth-oidc-issuer-url": "https://issuer.example"} {
+		if got := argValue(t, args, flag); got != want {
+			t.Errorf("--%s=%s, want %s", flag, got, want)
+		}
+	}
+	mounts := map[string]string{}
+	for _, vm := range spec.Containers[0].VolumeMounts {
+		if vm.ReadOnly {
+			mounts[vm.Name] = vm.MountPath
+		}
+	}
+	if mounts["auth-tokens"] != "/etc/toolhooks/auth" || mounts["oidc-ca"] != "/etc/toolhooks/oidc" {
+		t.Errorf("read-only mounts %v", mounts)
+	}
+	found := 0
+	for _, v := range spec.Volumes {
+		switch {
+		case v.Name == "auth-tokens" && v.Secret != nil && v.Secret.SecretName == "dev-tokens" && v.Secret.Items[0].Key == "tokens.yaml":
+			found++
+		case v.Name == "oidc-ca" && v.ConfigMap != nil && v.ConfigMap.Name == "issuer-ca" && v.ConfigMap.Items[0].Key == "ca.crt":
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("volumes %+v: want the tokens Secret and the CA ConfigMap", spec.Volumes)
+	}
+	// Without them, neither flag nor volume.
+	plain := into[deployment](t, parseManifest(t, mustTemplate(t, "toolhooks", "ns")).get(t, "Deployment", "toolhooks-gateway"))
+	for _, a := range plain.Spec.Template.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--auth-tokens-file") || strings.HasPrefix(a, "--auth-oidc-ca-file") {
+			t.Errorf("a default install passes %s", a)
+		}
+	}
+}
