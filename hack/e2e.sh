@@ -106,8 +106,10 @@ VALUES=(
   --set "gateway.image.repository=${GATEWAY_IMAGE}" --set "gateway.image.tag=${TAG}"
   --set gateway.image.pullPolicy=Never
 )
-log "helm install ${RELEASE} charts/toolhooks into ${NAMESPACE} (--wait)"
-"${HELM}" install "${RELEASE}" charts/toolhooks -n "${NAMESPACE}" --create-namespace "${VALUES[@]}" --wait --timeout 5m
+# Not --wait: a gateway no policy selects denies every call and is not ready,
+# so readiness comes once the suite applies its policy.
+log "helm install ${RELEASE} charts/toolhooks into ${NAMESPACE}"
+"${HELM}" install "${RELEASE}" charts/toolhooks -n "${NAMESPACE}" --create-namespace "${VALUES[@]}" --timeout 5m
 
 phase "e2e suite"
 # shellcheck disable=SC2086 # GO_TEST_FLAGS is a list of flags

@@ -37,7 +37,7 @@ func TestChartEndToEnd(t *testing.T) {
 		name string
 		fn   func(*testing.T)
 	}{
-		{"ChartInstalledAndEveryPodReady", s.chartInstalled},
+		{"ChartInstalledGatewaysWaitForAPolicy", s.chartInstalled},
 		{"CRDsEstablished", s.crdsEstablished},
 		{"PolicyEnforcedThroughServiceAndPods", s.policyEnforced},
 		{"DenialEventInKubectlDescribe", s.denialEvent},
@@ -67,27 +67,29 @@ func (s *story) chartInstalled(t *testing.T) {
 	if !strings.Contains(out, `"status":"deployed"`) {
 		t.Fatalf("release %s is not deployed: %s", e.release, out)
 	}
-	poll(t, "every pod of the release Ready", readyTimeout, func() (bool, string) {
+	// No policy selects the gateways yet: they run, deny every call and
+	// are not ready; the controller is.
+	poll(t, "the controller Ready and both gateways running, not ready for want of a policy", readyTimeout, func() (bool, string) {
 		var pods corev1.PodList
 		if err := getJSON(&pods, "get", "pods", "-n", e.namespace); err != nil {
 			return false, err.Error()
 		}
 		var gateways, others int
-		var notReady []string
+		var waiting []string
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if !podReady(p) {
-				notReady = append(notReady, p.Name+"="+string(p.Status.Phase))
-				continue
-			}
-			if _, ok := p.Labels[gatewayLabel]; ok {
+			_, gw := p.Labels[gatewayLabel]
+			switch {
+			case gw && podStarted(p):
 				gateways++
-			} else {
+			case !gw && podReady(p):
 				others++
+			default:
+				waiting = append(waiting, p.Name+"="+string(p.Status.Phase))
 			}
 		}
-		return len(notReady) == 0 && gateways == 2 && others >= 1,
-			fmt.Sprintf("%d gateways and %d other pods Ready; not ready: %v", gateways, others, notReady)
+		return len(waiting) == 0 && gateways == 2 && others >= 1,
+			fmt.Sprintf("%d gateways started and %d other pods Ready; waiting: %v", gateways, others, waiting)
 	})
 	gws, err := gatewayPods()
 	if err != nil || len(gws) == 0 {
@@ -119,6 +121,16 @@ func (s *story) chartInstalled(t *testing.T) {
 		t.Fatal("no ClusterIP Service selects the gateway pods")
 	}
 	t.Logf("gateways: workspace %s, port %d, Service %s", s.workspace, s.port, s.service)
+	for i := range gws {
+		addr := s.podAddr(&gws[i])
+		if _, ready, err := readyRevision(addr); err != nil || ready {
+			t.Errorf("gateway %s with no policy: ready %v, err %v; want not ready", gws[i].Name, ready, err)
+		}
+		r, err := call(addr, "read_file", `{"path":".env"}`)
+		if err != nil || r.Status != "denied" || r.Denial == nil || r.Denial.Rule != "NoPolicy" {
+			t.Errorf("gateway %s with no policy answered %+v, %v; want a NoPolicy denial", gws[i].Name, r, err)
+		}
+	}
 }
 
 func (s *story) crdsEstablished(t *testing.T) {
@@ -140,19 +152,6 @@ func (s *story) crdsEstablished(t *testing.T) {
 }
 
 func (s *story) policyEnforced(t *testing.T) {
-	// Before any policy, reading a .env file is allowed (it fails only
-	// because the file does not exist), so the denial below is the policy's.
-	gws, err := gatewayPods()
-	if err != nil {
-		t.Fatal(err)
-	}
-	before, err := call(s.podAddr(&gws[0]), "read_file", `{"path":".env"}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if before.Status == "denied" {
-		t.Fatalf("without a policy the read of .env was already denied: %+v", before.Denial)
-	}
 	policy := fmt.Sprintf(`apiVersion: policy.toolhooks.dev/v1alpha1
 kind: AutonomyPolicy
 metadata: {name: %s, namespace: %s}
@@ -165,8 +164,21 @@ spec:
 		t.Fatal(err)
 	}
 	s.waitEnforced(t, 2)
+	poll(t, "both gateways Ready once a policy selects them", readyTimeout, func() (bool, string) {
+		gws, err := gatewayPods()
+		if err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		for i := range gws {
+			if podReady(&gws[i]) {
+				n++
+			}
+		}
+		return n == 2 && len(gws) == 2, fmt.Sprintf("%d of %d Ready", n, len(gws))
+	})
 
-	gws, err = gatewayPods()
+	gws, err := gatewayPods()
 	if err != nil {
 		t.Fatal(err)
 	}

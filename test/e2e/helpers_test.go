@@ -152,6 +152,20 @@ func gatewayPods() ([]corev1.Pod, error) {
 	return live, nil
 }
 
+// podStarted reports whether every container of p runs and has started
+// (ready or not).
+func podStarted(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Started == nil || !*c.Started || c.State.Running == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // callResult is the gateway's answer to POST /v1/tool-calls.
 type callResult struct {
 	Status string `json:"status"`
