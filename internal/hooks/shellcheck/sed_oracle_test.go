@@ -58,6 +58,9 @@ func (o *sedOracle) risky(t testing.TB, prog string) (risky, accepted bool) {
 	}
 	risky = false
 	for line := range strings.SplitSeq(stdout.String(), "\n") {
+		if !strings.HasPrefix(line, " ") {
+			continue // the header, or a later line of a, i or c text (printed unindented)
+		}
 		r, ok := debugLineRisky(strings.TrimSpace(line))
 		if !ok {
 			return false, false // a line the canonical form leaves ambiguous: no verdict
@@ -127,6 +130,7 @@ var sedCorpus = []string{
 	"c foo;e id", "#comment\ne id", "l 5;e id", "q5;e", "v;e id", "v 4.2\ne id", "F;e id", "z;e id",
 	"=;e id", "{;e id;}", "/a[/]b/e id", "/[[:digit:]/]/e id", "s/[[.-.]/]/x/e", "s/[[=a=]/]/x/e",
 	"\\/x/e id", "n;N;D;e", "x;h;H;g;G;e", "stt/et", "s|a|/e|w out", "s|a|/|e",
+	"c\\\ne x\\\nw y", "a\\\nx\\\ne id", "i\\\nr x\ne id",
 	// Ordinary programs.
 	"p", "1,5p", "$p", "s/a/b/", "s/a/b/g", "s/a/b/gp", "s/[/]/x/", "s/[]/]/x/g",
 	"s/[[:alpha:]/]/x/g", "1~2p;/x/,+3d", "$a text with e and w", "/start/,/end/{/x/!p}",
