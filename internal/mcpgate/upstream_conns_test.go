@@ -43,10 +43,11 @@ func TestHTTPUpstreamReusesConnections(t *testing.T) {
 			t.Fatalf("up_echo: %s", text(res))
 		}
 	}
-	// One connection carries the calls; a second may hold the upstream
-	// session's standalone SSE stream, opened with the session.
-	if n := dialled.Load() - before; n > 2 {
-		t.Errorf("the gateway opened %d connections to the upstream for %d sequential calls; want at most 2", n, sequential)
+	// One connection carries the calls; the upstream session's standalone
+	// SSE stream and its setup, which may still be under way when the first
+	// calls start, can take a few more. 200 calls on one each would be 200.
+	if n := dialled.Load() - before; n > 4 {
+		t.Errorf("the gateway opened %d connections to the upstream for %d sequential calls; want at most 4", n, sequential)
 	}
 	for range rounds {
 		var wg sync.WaitGroup
