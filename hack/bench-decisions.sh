@@ -19,7 +19,9 @@
 # (the same for wrk; default 1, empty for none), GATEWAY_ENV (extra
 # environment for the gateway, e.g. "GOGC=200"), ADDR (default 127.0.0.1:18089),
 # GATEWAY_BIN (a gateway binary to use instead of building this tree's, to
-# compare revisions with the same harness).
+# compare revisions with the same harness), AUTH (token, the default: callers
+# send a static bearer token; none: the gateway accepts anonymous callers, to
+# measure what authentication costs side by side).
 set -euo pipefail
 
 CONNS="${CONNS:-16}"
@@ -27,6 +29,12 @@ THREADS="${THREADS:-1}"
 DURATION="${DURATION:-10s}"
 WARMUP="${WARMUP:-2s}"
 ADDR="${ADDR:-127.0.0.1:18089}"
+AUTH="${AUTH:-token}"
+case "$AUTH" in
+token) ;;
+none) ;;
+*) echo "bench-decisions: AUTH=$AUTH: want token or none" >&2; exit 2 ;;
+esac
 pin0="" pin1=""
 if (($(nproc) >= 2)); then pin0=0 pin1=1; fi
 GATEWAY_CPUS="${GATEWAY_CPUS-$pin0}"
@@ -59,15 +67,23 @@ mkdir -p "$ws/src" "$ws/config" "$tmp/policies"
 echo 'package main' >"$ws/src/main.go"
 sed "s|WORKSPACE|$ws|g" "$here/bench/decisions-policies.yaml" >"$tmp/policies/bench.yaml"
 
-# Callers authenticate with a static token (cached, as every token after its first use).
+# Callers authenticate with a static token (cached, as every token after its
+# first use), or with AUTH=none not at all.
 printf 'tokens: [{identity: agent, token: bench-decisions-token-0123456789}]\n' >"$tmp/tokens.yaml"
+if [[ "$AUTH" == token ]]; then
+	auth_flags=(--auth-tokens-file "$tmp/tokens.yaml")
+	export BENCH_TOKEN=bench-decisions-token-0123456789 BENCH_SENDER=agent
+else
+	auth_flags=(--allow-anonymous)
+	export BENCH_TOKEN="" BENCH_SENDER=system:anonymous
+fi
 
 echo "bench-decisions: starting the gateway on $ADDR (audit to /dev/null)" >&2
 launch=()
 [[ -n "$GATEWAY_CPUS" ]] && launch+=(taskset -c "$GATEWAY_CPUS")
 # shellcheck disable=SC2086 # GATEWAY_ENV is a list of NAME=value words
 env $GATEWAY_ENV "${launch[@]}" "$tmp/gateway" --workspace "$ws" --policies "$tmp/policies" --namespace default \
-	--auth-tokens-file "$tmp/tokens.yaml" --listen "$ADDR" >/dev/null 2>"$tmp/gateway.log" &
+	"${auth_flags[@]}" --listen "$ADDR" >/dev/null 2>"$tmp/gateway.log" &
 pid=$!
 for _ in $(seq 100); do
 	curl -fsS "http://$ADDR/readyz" >/dev/null 2>&1 && break
@@ -80,8 +96,10 @@ curl -fsS "http://$ADDR/readyz" >/dev/null || { echo "bench-decisions: the gatew
 # chain (everything denied, say) cannot pass for a fast one.
 check() {
 	local tool="$1" args="$2" want="$3" got
-	got="$(curl -fsS -H 'Content-Type: application/json' -H 'Authorization: Bearer bench-decisions-token-0123456789' "http://$ADDR/v1/decisions" \
-		-d "{\"sessionId\":\"check\",\"senderId\":\"agent\",\"tool\":\"$tool\",\"arguments\":$args}")"
+	local auth=()
+	[[ -n "$BENCH_TOKEN" ]] && auth=(-H "Authorization: Bearer $BENCH_TOKEN")
+	got="$(curl -fsS -H 'Content-Type: application/json' "${auth[@]}" "http://$ADDR/v1/decisions" \
+		-d "{\"sessionId\":\"check\",\"senderId\":\"$BENCH_SENDER\",\"tool\":\"$tool\",\"arguments\":$args}")"
 	if [[ "$got" != "{\"allowed\":$want"* ]]; then
 		echo "bench-decisions: $tool $args: got $got, want allowed=$want" >&2
 		exit 1

@@ -12,11 +12,18 @@ local calls = {
 local requests = {}
 local n = 0
 -- The requests are formatted in init, after wrk has set the Host header.
+-- BENCH_TOKEN (empty for anonymous callers) and BENCH_SENDER come from
+-- bench-decisions.sh's AUTH setting.
 function init(args)
-  local headers = {["Content-Type"] = "application/json", ["Authorization"] = "Bearer bench-decisions-token-0123456789"}
+  local headers = {["Content-Type"] = "application/json"}
+  local token = os.getenv("BENCH_TOKEN") or ""
+  if token ~= "" then
+    headers["Authorization"] = "Bearer " .. token
+  end
+  local sender = os.getenv("BENCH_SENDER") or "agent"
   for s = 0, 63 do
     for _, c in ipairs(calls) do
-      local body = string.format('{"sessionId":"session-%d","senderId":"agent","tool":"%s","arguments":%s}', s, c[1], c[2])
+      local body = string.format('{"sessionId":"session-%d","senderId":"%s","tool":"%s","arguments":%s}', s, sender, c[1], c[2])
       requests[#requests + 1] = wrk.format("POST", "/v1/decisions", headers, body)
     end
   end
