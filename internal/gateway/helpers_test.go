@@ -116,6 +116,30 @@ func (e *env) post(path string, v any) (int, []byte) {
 }
 
 // postAs POSTs v as JSON with the bearer token tok ("" for none).
+// readAs makes a read_file call of README.md in session as the caller of
+// tok and returns its outcome: the status, then ":rule" for a denial.
+func (e *env) readAs(tok, session string) string {
+	e.t.Helper()
+	r := e.readResponse(tok, session)
+	if r.Denial != nil {
+		return r.Status + ":" + r.Denial.Rule
+	}
+	return r.Status
+}
+
+// readResponse is readAs's whole answer.
+func (e *env) readResponse(tok, session string) gateway.ToolCallResponse {
+	e.t.Helper()
+	code, body := e.postAs(tok, "/v1/tool-calls", map[string]any{"sessionId": session, "tool": "read_file",
+		"arguments": map[string]string{"path": "README.md"}})
+	if code != http.StatusOK {
+		e.t.Fatalf("answered %d %s", code, body)
+	}
+	var r gateway.ToolCallResponse
+	mustUnmarshal(e.t, body, &r)
+	return r
+}
+
 func (e *env) postAs(tok, path string, v any) (int, []byte) {
 	e.t.Helper()
 	b, err := json.Marshal(v)

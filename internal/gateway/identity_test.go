@@ -111,20 +111,7 @@ kind: ContractPolicy
 metadata: {name: budget}
 spec: {maxToolCalls: 2}
 `))
-	read := map[string]any{"sessionId": "shared", "tool": "read_file", "arguments": map[string]string{"path": "README.md"}}
-	status := func(tok string) string {
-		t.Helper()
-		code, body := e.postAs(tok, "/v1/tool-calls", read)
-		if code != http.StatusOK {
-			t.Fatalf("answered %d %s", code, body)
-		}
-		var r gateway.ToolCallResponse
-		mustUnmarshal(t, body, &r)
-		if r.Denial != nil {
-			return r.Status + ":" + r.Denial.Rule
-		}
-		return r.Status
-	}
+	status := func(tok string) string { t.Helper(); return e.readAs(tok, "shared") }
 	// The other caller spends its whole budget on session "shared" first.
 	for range 2 {
 		if got := status(otherToken); got != "succeeded" {
@@ -159,13 +146,7 @@ spec: {maxToolCalls: 5}
 `))
 	status := func(tok, session string) string {
 		t.Helper()
-		code, body := e.postAs(tok, "/v1/tool-calls", map[string]any{"sessionId": session, "tool": "read_file",
-			"arguments": map[string]string{"path": "README.md"}})
-		if code != http.StatusOK {
-			t.Fatalf("answered %d %s", code, body)
-		}
-		var r gateway.ToolCallResponse
-		mustUnmarshal(t, body, &r)
+		r := e.readResponse(tok, session)
 		if r.Denial != nil {
 			return r.Status + ":" + r.Denial.Rule + ":" + r.Denial.Reason
 		}
@@ -199,20 +180,7 @@ spec:
   maxToolCalls: 100
   maxToolCallsPerSender: {calls: 5, window: 1h}
 `))
-	status := func(tok string, i int) string {
-		t.Helper()
-		code, body := e.postAs(tok, "/v1/tool-calls", map[string]any{"sessionId": fmt.Sprint("rotated-", i), "tool": "read_file",
-			"arguments": map[string]string{"path": "README.md"}})
-		if code != http.StatusOK {
-			t.Fatalf("answered %d %s", code, body)
-		}
-		var r gateway.ToolCallResponse
-		mustUnmarshal(t, body, &r)
-		if r.Denial != nil {
-			return r.Status + ":" + r.Denial.Rule
-		}
-		return r.Status
-	}
+	status := func(tok string, i int) string { t.Helper(); return e.readAs(tok, fmt.Sprint("rotated-", i)) }
 	succeeded := 0
 	for i := range 50 {
 		switch got := status(otherToken, i); got {

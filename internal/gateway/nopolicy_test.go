@@ -245,20 +245,7 @@ func TestAnAuditOnlyPushKeepsBudgets(t *testing.T) {
 	e := newEnv(t, nil)
 	withBudget := compileYAML(t, e.ws, basePolicy+"---\n"+budgetPolicy)
 	good := e.mustPush(withBudget)
-	read := map[string]any{"sessionId": "s1", "tool": "read_file", "arguments": map[string]string{"path": "README.md"}}
-	status := func() string {
-		t.Helper()
-		code, body := e.postAs(agentToken, "/v1/tool-calls", read)
-		if code != http.StatusOK {
-			t.Fatalf("answered %d %s", code, body)
-		}
-		var r gateway.ToolCallResponse
-		mustUnmarshal(t, body, &r)
-		if r.Denial != nil {
-			return r.Status + ":" + r.Denial.Rule
-		}
-		return r.Status
-	}
+	status := func() string { t.Helper(); return e.readAs(agentToken, "s1") }
 	for range 3 {
 		if got := status(); got != "succeeded" {
 			t.Fatalf("call within the budget: %s", got)
