@@ -64,16 +64,7 @@ func shellUnder(t *testing.T, ws string, cfg autonomy.Config) func(cmd string) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := tools.Builtins(ws, tools.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sh hooks.Tool
-	for _, tl := range list {
-		if tl.Name() == tools.Shell {
-			sh = tl
-		}
-	}
+	sh := shellOf(t, ws)
 	return func(cmd string) (string, error) {
 		g, err := hooks.NewGuard(&hooks.Call{Tool: tools.Shell}, hooks.Entry{Hook: auto})
 		if err != nil {
@@ -84,6 +75,22 @@ func shellUnder(t *testing.T, ws string, cfg autonomy.Config) func(cmd string) (
 }
 
 var forbidden = []string{"**/.env", "secrets/**"}
+
+// shellOf returns the shell tool of the built-in tools over ws.
+func shellOf(t *testing.T, ws string) hooks.Tool {
+	t.Helper()
+	list, err := tools.Builtins(ws, tools.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range list {
+		if tl.Name() == tools.Shell {
+			return tl
+		}
+	}
+	t.Fatal("no shell tool among the built-ins")
+	return nil
+}
 
 // The interpreter's own file tests and cd answer nothing about a forbidden
 // path or one outside the workspace: the whole command is denied, and
@@ -250,16 +257,7 @@ func TestShellGlobsListNamesNoEnforcedRuleForbids(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := tools.Builtins(ws, tools.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sh hooks.Tool
-	for _, tl := range list {
-		if tl.Name() == tools.Shell {
-			sh = tl
-		}
-	}
+	sh := shellOf(t, ws)
 	warn, err := hooks.NewGuard(&hooks.Call{Tool: tools.Shell}, hooks.Entry{Hook: auto, Action: hooks.ActionWarn})
 	if err != nil {
 		t.Fatal(err)
