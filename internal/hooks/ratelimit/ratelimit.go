@@ -259,13 +259,17 @@ func (h *RateLimit) maybeSweep(now int64) {
 
 // sweepLocked removes every key whose buckets have all left the window; such
 // a key counts nothing, so removing it changes no decision.
-func (h *RateLimit) sweepLocked(now int64) {
-	for k, c := range h.keys {
+func (h *RateLimit) sweepLocked(now int64) { sweepIdle(h.keys, now) }
+
+// sweepIdle removes the counters whose buckets have all left the window
+// ending at now; such a counter counts nothing.
+func sweepIdle[K comparable](keys map[K]*counter, now int64) {
+	for k, c := range keys {
 		c.mu.Lock()
 		idle := now-c.head >= numBuckets
 		c.mu.Unlock()
 		if idle {
-			delete(h.keys, k)
+			delete(keys, k)
 		}
 	}
 }

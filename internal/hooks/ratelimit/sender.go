@@ -18,14 +18,13 @@ type SenderWindows struct {
 	lastSweep int64 // tick of the last sweep, under mu
 }
 
-// NewSenderWindows returns empty counters for window (at least 60 ns),
-// tracking at most maxKeys senders.
-func NewSenderWindows(window time.Duration, maxKeys int) *SenderWindows {
-	return &SenderWindows{tick: max(int64(window)/window60, 1), maxKeys: max(maxKeys, 1), keys: make(map[string]*counter)}
+// NewSenderWindows returns empty counters for a window of span (at least
+// 60 ns), tracking at most maxKeys senders.
+func NewSenderWindows(span time.Duration, maxKeys int) *SenderWindows {
+	// The ring's buckets are seconds of a minute for the per-minute limits;
+	// here each is a sixtieth of span.
+	return &SenderWindows{tick: max(int64(span)/window, 1), maxKeys: max(maxKeys, 1), keys: make(map[string]*counter)}
 }
-
-// window60 is the number of buckets a window spans.
-const window60 = window
 
 // Take counts one call of sender at now if fewer than limit are counted in
 // the window. full is true (and ok false) when sender is new and the table
@@ -72,12 +71,5 @@ func (w *SenderWindows) Count(sender string, now time.Time) int {
 // sweepLocked forgets the senders whose buckets have all left the window.
 func (w *SenderWindows) sweepLocked(t int64) {
 	w.lastSweep = t
-	for k, c := range w.keys {
-		c.mu.Lock()
-		idle := t-c.head >= numBuckets
-		c.mu.Unlock()
-		if idle {
-			delete(w.keys, k)
-		}
-	}
+	sweepIdle(w.keys, t)
 }
