@@ -61,9 +61,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -801,106 +799,55 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 	}
 	fi, err := os.Stat(real)
 	if err != nil && w.MaybeRevision {
-		real = h.repoRoot(base)
+		from := base
+		if from == "" {
+			from = h.res.Real
+		}
+		real = pathguard.RepoRoot(from, h.res.Real)
 		fi, err = os.Stat(real)
 	}
 	if err != nil || !fi.IsDir() {
 		return hooks.Allow // a file (checked) or nothing to descend into
 	}
-	b := beneath{h: h, m: m, base: base, cmd: cmd, value: w.Value, git: w.Git, seen: map[string]bool{}}
-	b.walk(real)
-	if b.tooMany {
+	var deny *hooks.Verdict
+	err = pathguard.WalkTree(real, maxBeneath, w.Git, func(p string) (string, error) {
+		target, v, ok := h.checkPath(m, p, base)
+		if !ok {
+			deny = &v
+			return "", errBeneathDenied
+		}
+		if pathguard.IsDir(target) {
+			return target, nil // -R, -L and find -L descend into it
+		}
+		return "", nil
+	}, func(p string) error {
+		if len(h.forbidden) == 0 {
+			return nil
+		}
+		q := p
+		if h.fold {
+			q = strings.ToLower(q)
+		}
+		if g, ok := h.matchForbidden(q, base, q); ok {
+			v := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
+				"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", cmd, w.Value, p, g))
+			deny = &v
+			return errBeneathDenied
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, pathguard.ErrTooManyEntries):
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
 			"Shell command %q reads or writes recursively beneath %q, which holds more than %d entries to check.", short(cmd), w.Value, maxBeneath))
-	}
-	if b.deny != nil {
-		return shellVerdict(*b.deny, cmd)
+	case deny != nil:
+		return shellVerdict(*deny, cmd)
 	}
 	return hooks.Allow
 }
 
-// repoRoot is the git repository holding base: the nearest directory at
-// or above it with a .git entry, within the workspace; else the workspace
-// root (or base, outside any workspace).
-func (h *Hook) repoRoot(base string) string {
-	if base == "" {
-		base = h.res.Real
-	}
-	for d := base; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d
-		}
-		if d == h.res.Real || filepath.Dir(d) == d {
-			break
-		}
-	}
-	if h.res.Within(base) {
-		return h.res.Real
-	}
-	return base
-}
-
-// beneath is one checkBeneath walk.
-type beneath struct {
-	h         *Hook
-	m         *pathguard.Memo
-	base, cmd string
-	value     string
-	git       bool
-	seen      map[string]bool // real directories walked
-	n         int
-	tooMany   bool
-	deny      *hooks.Verdict
-}
-
-// walk checks the tree at the real directory dir, and the trees of the
-// directories its symlinks point to.
-func (b *beneath) walk(dir string) {
-	if b.seen[dir] || b.deny != nil || b.tooMany {
-		return
-	}
-	b.seen[dir] = true
-	var linked []string
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return nil //nolint:nilerr // unreadable entries are not read by the command either
-		}
-		if b.n++; b.n > maxBeneath {
-			b.tooMany = true
-			return fs.SkipAll
-		}
-		if b.git && d.IsDir() && d.Name() == ".git" {
-			return fs.SkipDir
-		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			real, v, ok := b.h.checkPath(b.m, p, b.base)
-			if !ok {
-				b.deny = &v
-				return fs.SkipAll
-			}
-			if fi, err := os.Stat(real); err == nil && fi.IsDir() {
-				linked = append(linked, real) // -R, -L and find -L descend into it
-			}
-			return nil
-		}
-		if len(b.h.forbidden) > 0 {
-			q := p
-			if b.h.fold {
-				q = strings.ToLower(q)
-			}
-			if g, ok := b.h.matchForbidden(q, b.base, q); ok {
-				v := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
-					"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", b.cmd, b.value, p, g))
-				b.deny = &v
-				return fs.SkipAll
-			}
-		}
-		return nil
-	})
-	for _, l := range linked {
-		b.walk(l)
-	}
-}
+// errBeneathDenied ends a checkBeneath walk at its first denial.
+var errBeneathDenied = errors.New("denied")
 
 // commandAllowed reports whether one command's text matches the allow-list.
 func (h *Hook) commandAllowed(text string) bool {

@@ -1,12 +1,13 @@
 package contract
 
 import (
+	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
 
@@ -133,7 +134,7 @@ func beneath(w shellcheck.Word, base, root string) ([]string, error) {
 	fi, err := os.Stat(top)
 	if err != nil {
 		if w.MaybeRevision {
-			return []string{repoRoot(base, root)}, nil
+			return []string{pathguard.RepoRoot(base, root)}, nil
 		}
 		return nil, nil //nolint:nilerr // nothing to descend into
 	}
@@ -141,62 +142,21 @@ func beneath(w shellcheck.Word, base, root string) ([]string, error) {
 		return nil, nil
 	}
 	var out []string
-	seen := map[string]bool{}
-	n := 0
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		if seen[dir] {
-			return nil
-		}
-		seen[dir] = true
-		var linked []string
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || p == dir {
-				return nil //nolint:nilerr // unreadable entries are not read by the command either
-			}
-			if n++; n > maxBeneath {
-				return fmt.Errorf("%q reads beneath %q, which holds more than %d entries to check", w.Command, w.Value, maxBeneath)
-			}
-			if d.Type()&fs.ModeSymlink == 0 {
-				return nil
-			}
-			real, err := filepath.EvalSymlinks(p)
-			if err != nil {
-				return nil //nolint:nilerr // a dangling link reads nothing
-			}
-			out = append(out, real)
-			if st, err := os.Stat(real); err == nil && st.IsDir() {
-				linked = append(linked, real)
-			}
-			return nil
-		})
+	err = pathguard.WalkTree(top, maxBeneath, false, func(p string) (string, error) {
+		real, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			return err
+			return "", nil //nolint:nilerr // a dangling link reads nothing
 		}
-		for _, l := range linked {
-			if err := walk(l); err != nil {
-				return err
-			}
+		out = append(out, real)
+		if pathguard.IsDir(real) {
+			return real, nil
 		}
-		return nil
+		return "", nil
+	}, func(string) error { return nil })
+	if errors.Is(err, pathguard.ErrTooManyEntries) {
+		return nil, fmt.Errorf("%q reads beneath %q, which holds more than %d entries to check", w.Command, w.Value, maxBeneath)
 	}
-	if err := walk(top); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// repoRoot is the nearest directory at or above base with a .git entry,
-// not above root; root when there is none.
-func repoRoot(base, root string) string {
-	for d := base; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d
-		}
-		if d == root || filepath.Dir(d) == d {
-			return root
-		}
-	}
+	return out, err
 }
 
 // refused returns an error when the word v names a refused command.
