@@ -38,6 +38,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.only) || !self.only || self.root.startsWith('/')",message="workspace.only needs an absolute workspace.root"
 type Workspace struct {
 	// root is the workspace directory on the gateway; relative tool paths resolve against it.
+	// The gateway's own workspace (its --workspace flag) is the source of truth: root must
+	// name that directory, and a gateway whose workspace is another one cannot enforce the
+	// policy and denies every call (rule policyUnenforceable), naming both directories.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
 	"github.com/toolhooks/toolhooks/internal/plugins"
@@ -230,7 +231,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ToolTimeout: f.toolTimeout,
 		Audit:       f.audit.sink(stdout),
 		Plugins:     pluginHost.Build,
-		OnApplied:   pluginHost.Retain,
+		OnApplied:   func(cfg *gatewayconfig.Config) { pluginHost.Retain(cfg.Plugins()) },
 		Degraded:    pluginHost.Degraded,
 		Registry:    reg,
 		Logger:      log,

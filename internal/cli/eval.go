@@ -14,6 +14,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/hooks/contract"
 	"github.com/toolhooks/toolhooks/internal/policyfile"
 )
 
@@ -123,7 +124,7 @@ func NewEvaluator(l *Loaded, o Options) (*Evaluator, error) {
 	e := &Evaluator{Namespace: ns, Notes: notes(l, ns, outcomes, cfg)}
 	discard := audit.SinkFunc(func(context.Context, audit.Record) error { return nil })
 	entries, err := gatewayconfig.Build(cfg, gatewayconfig.BuildOptions{
-		Workspace: ws, Audit: discard, State: gatewayconfig.NewState(),
+		Workspace: ws, Audit: discard, State: contract.NewState(contract.BudgetConfig{}),
 	})
 	if err != nil {
 		return nil, BadInput("building the hook list: %w", err)

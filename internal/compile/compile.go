@@ -19,10 +19,10 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
+	"github.com/toolhooks/toolhooks/internal/hooks/contract"
+	"github.com/toolhooks/toolhooks/internal/hooks/ratelimit"
+	"github.com/toolhooks/toolhooks/internal/plugins"
 )
-
-// DefaultPluginTimeout is a PluginHook's timeout when its spec sets none.
-const DefaultPluginTimeout = 5000 // milliseconds
 
 // Policies is a set of policy objects, typically one namespace's.
 type Policies struct {
@@ -44,7 +44,7 @@ type Outcome struct {
 	// Selected is true when the policy's gatewaySelector matches the gateway.
 	Selected bool
 	// Err is nil when the policy compiled; otherwise it wraps one of
-	// gatewayconfig's ErrInvalidGlob, ErrInvalidPath or ErrInvalidSpec.
+	// hooks.ErrInvalidGlob, hooks.ErrInvalidPath or hooks.ErrInvalidSpec.
 	Err error
 }
 
@@ -53,9 +53,9 @@ func Reason(err error) string {
 	switch {
 	case err == nil:
 		return policyv1alpha1.ReasonCompiled
-	case errors.Is(err, gatewayconfig.ErrInvalidGlob):
+	case errors.Is(err, hooks.ErrInvalidGlob):
 		return policyv1alpha1.ReasonInvalidGlob
-	case errors.Is(err, gatewayconfig.ErrInvalidPath):
+	case errors.Is(err, hooks.ErrInvalidPath):
 		return policyv1alpha1.ReasonInvalidPath
 	default:
 		return policyv1alpha1.ReasonInvalidSpec
@@ -139,7 +139,7 @@ func Selects(selector *metav1.LabelSelector, gatewayLabels map[string]string) (b
 	}
 	s, err := metav1.LabelSelectorAsSelector(selector)
 	if err != nil {
-		return false, fmt.Errorf("gatewaySelector: %w: %w", gatewayconfig.ErrInvalidSpec, err)
+		return false, fmt.Errorf("gatewaySelector: %w: %w", hooks.ErrInvalidSpec, err)
 	}
 	return s.Matches(labels.Set(gatewayLabels)), nil
 }
@@ -191,8 +191,8 @@ func validated(h gatewayconfig.Hook) (gatewayconfig.Hook, error) {
 
 // Autonomy compiles an AutonomyPolicy spec into its hook entry.
 func Autonomy(ref hooks.PolicyRef, s *policyv1alpha1.AutonomyPolicySpec) (gatewayconfig.Hook, error) {
-	a := &gatewayconfig.Autonomy{
-		Mode:               strings.ToLower(string(cmp.Or(s.Mode, policyv1alpha1.AutonomyFull))),
+	a := &autonomy.Config{
+		Mode:               strings.ToLower(string(s.Mode)),
 		ForbiddenPathGlobs: s.ForbiddenPathGlobs,
 	}
 	if s.Workspace != nil {
@@ -219,18 +219,18 @@ func Autonomy(ref hooks.PolicyRef, s *policyv1alpha1.AutonomyPolicySpec) (gatewa
 
 // Contract compiles a ContractPolicy spec into its hook entry.
 func Contract(ref hooks.PolicyRef, s *policyv1alpha1.ContractPolicySpec) (gatewayconfig.Hook, error) {
-	c := &gatewayconfig.Contract{MaxToolCalls: int(s.MaxToolCalls), AllowedPaths: s.AllowedPaths}
+	c := &contract.Spec{Contract: contract.Contract{MaxToolCalls: int(s.MaxToolCalls), AllowedPaths: s.AllowedPaths}}
 	if ps := s.MaxToolCallsPerSender; ps != nil {
-		c.PerSender = &gatewayconfig.SenderLimit{Calls: int(ps.Calls), WindowMillis: ps.Window.Milliseconds()}
+		c.PerSender = &contract.SenderLimit{Calls: int(ps.Calls), WindowMillis: ps.Window.Milliseconds()}
 	}
 	if s.Subjects != nil {
-		c.Subjects = gatewayconfig.Subjects{Sessions: s.Subjects.Sessions, Channels: s.Subjects.Channels, Senders: s.Subjects.Senders}
+		c.Subjects = contract.Subjects{Sessions: s.Subjects.Sessions, Channels: s.Subjects.Channels, Senders: s.Subjects.Senders}
 	}
 	for _, cp := range s.ScopedCapabilities {
-		c.ScopedCapabilities = append(c.ScopedCapabilities, gatewayconfig.Capability{Tool: cp.Tool, AllowedPaths: cp.AllowedPaths})
+		c.ScopedCapabilities = append(c.ScopedCapabilities, contract.Capability{Tool: cp.Tool, AllowedPaths: cp.AllowedPaths})
 	}
 	for _, r := range s.RateLimits {
-		c.RateLimits = append(c.RateLimits, gatewayconfig.RateLimit{Tools: r.Tools, PerSenderPerMinute: int(r.PerSenderPerMinute)})
+		c.RateLimits = append(c.RateLimits, ratelimit.Rule{Tools: r.Tools, PerSenderPerMinute: int(r.PerSenderPerMinute)})
 	}
 	return validated(gatewayconfig.Hook{Name: HookName(ref), Kind: gatewayconfig.KindContractPolicy, Policy: ref,
 		Action: action(s.EnforcementAction), Contract: c})
@@ -238,13 +238,13 @@ func Contract(ref hooks.PolicyRef, s *policyv1alpha1.ContractPolicySpec) (gatewa
 
 // Plugin compiles a PluginHook spec into its hook entry.
 func Plugin(ref hooks.PolicyRef, s *policyv1alpha1.PluginHookSpec) (gatewayconfig.Hook, error) {
-	p := &gatewayconfig.Plugin{
-		TimeoutMillis: DefaultPluginTimeout,
+	if s.Timeout == nil { // the API server and the file loader apply the CRD's default
+		return gatewayconfig.Hook{}, fmt.Errorf("timeout is not set: %w", hooks.ErrInvalidSpec)
+	}
+	p := &plugins.Spec{
+		TimeoutMillis: s.Timeout.Milliseconds(),
 		FailOpen:      s.FailurePolicy == policyv1alpha1.FailurePolicyIgnore, // only when said explicitly
 		Tools:         s.Tools,
-	}
-	if s.Timeout != nil {
-		p.TimeoutMillis = s.Timeout.Milliseconds()
 	}
 	for _, e := range s.Events {
 		switch e {
@@ -255,11 +255,11 @@ func Plugin(ref hooks.PolicyRef, s *policyv1alpha1.PluginHookSpec) (gatewayconfi
 		case policyv1alpha1.EventToolAll:
 			p.Before, p.After = true, true
 		default:
-			return gatewayconfig.Hook{}, fmt.Errorf("unknown event %q: %w", e, gatewayconfig.ErrInvalidSpec)
+			return gatewayconfig.Hook{}, fmt.Errorf("unknown event %q: %w", e, hooks.ErrInvalidSpec)
 		}
 	}
 	if h := s.Transport.HTTP; h != nil {
-		p.HTTP = &gatewayconfig.PluginHTTP{URL: h.URL, CABundle: h.CABundle}
+		p.HTTP = &plugins.HTTPSpec{URL: h.URL, CABundle: h.CABundle}
 		if svc := h.Service; svc != nil {
 			scheme := "http"
 			if h.CABundle != "" {
@@ -270,7 +270,7 @@ func Plugin(ref hooks.PolicyRef, s *policyv1alpha1.PluginHookSpec) (gatewayconfi
 		}
 	}
 	if st := s.Transport.Stdio; st != nil {
-		p.Stdio = &gatewayconfig.PluginStdio{Command: st.Command, Args: st.Args}
+		p.Stdio = &plugins.StdioSpec{Command: st.Command, Args: st.Args}
 		if len(st.Env) > 0 {
 			p.Stdio.Env = make(map[string]string, len(st.Env))
 			for _, e := range st.Env {
@@ -293,7 +293,7 @@ func One(obj metav1.Object) (gatewayconfig.Hook, error) {
 	case *policyv1alpha1.PluginHook:
 		return Plugin(Ref(gatewayconfig.KindPluginHook, p.ObjectMeta), &p.Spec)
 	}
-	return gatewayconfig.Hook{}, fmt.Errorf("%T is not a policy kind: %w", obj, gatewayconfig.ErrInvalidSpec)
+	return gatewayconfig.Hook{}, fmt.Errorf("%T is not a policy kind: %w", obj, hooks.ErrInvalidSpec)
 }
 
 // Lint returns the warnings of a policy that compiles: for an

@@ -14,6 +14,7 @@ import (
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 var epoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -39,9 +40,11 @@ func ctp(name string, sec int) policyv1alpha1.ContractPolicy {
 	return policyv1alpha1.ContractPolicy{ObjectMeta: meta("team-a", name, sec), Spec: policyv1alpha1.ContractPolicySpec{MaxToolCalls: 10}}
 }
 
-// ph returns a PluginHook in namespace team-a.
+// ph returns a PluginHook in namespace team-a, with the timeout the CRD's
+// default gives it.
 func ph(name string, sec int) policyv1alpha1.PluginHook {
 	return policyv1alpha1.PluginHook{ObjectMeta: meta("team-a", name, sec), Spec: policyv1alpha1.PluginHookSpec{
+		Timeout:   &metav1.Duration{Duration: 5 * time.Second},
 		Events:    []policyv1alpha1.PluginEvent{policyv1alpha1.EventToolAll},
 		Transport: policyv1alpha1.PluginTransport{Stdio: &policyv1alpha1.StdioTransport{Command: "node", Args: []string{"plugin.mjs"}}},
 	}}
@@ -241,7 +244,7 @@ func TestCompileLeavesOutInvalidPoliciesAndReportsWhy(t *testing.T) {
 func TestCompileUsesTheExecutorsOwnValidationMessages(t *testing.T) {
 	p := ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) { s.ForbiddenPathGlobs = []string{"/a/[b"} })
 	_, err := One(&p)
-	if !errors.Is(err, gatewayconfig.ErrInvalidGlob) {
+	if !errors.Is(err, hooks.ErrInvalidGlob) {
 		t.Fatalf("One() error = %v, want ErrInvalidGlob", err)
 	}
 	hook, _ := Autonomy(Ref(gatewayconfig.KindAutonomyPolicy, p.ObjectMeta), &policyv1alpha1.AutonomyPolicySpec{
@@ -287,6 +290,16 @@ func TestPluginFailurePolicyDefaultsToFail(t *testing.T) {
 		if h.Plugin.FailOpen != open {
 			t.Errorf("failurePolicy %q compiled to FailOpen=%v, want %v", policy, h.Plugin.FailOpen, open)
 		}
+	}
+}
+
+func TestAPluginHookWithoutATimeoutDoesNotCompile(t *testing.T) {
+	// Defaults are the API server's (and the file loader's) to apply; an
+	// object that skipped them is refused rather than given a second default.
+	p := ph("p", 1)
+	p.Spec.Timeout = nil
+	if _, err := One(&p); !errors.Is(err, hooks.ErrInvalidSpec) || !strings.Contains(err.Error(), "timeout") {
+		t.Errorf("One() = %v, want an invalid spec naming the timeout", err)
 	}
 }
 

@@ -25,12 +25,11 @@ type ApplyResult struct {
 	Changed bool `json:"changed"`
 }
 
-// Apply puts cfg in force, as a push does: it validates cfg, rejects it when
-// it was issued before the configuration in force (cfg.IssuedAt is older),
-// does nothing when its revision is already in force, and otherwise builds a
-// new executor from cfg's hooks followed by Options.Native and swaps it in
-// atomically. A cfg naming a hook like a native hook is invalid. On any error
-// the configuration in force stays. An empty cfg.Revision is computed. source
+// Apply puts cfg in force, as a push does: it rejects cfg when it was issued
+// before the configuration in force (cfg.IssuedAt is older), does nothing
+// when its revision is already in force, and otherwise validates and builds a
+// new executor from cfg's hooks and swaps it in atomically. On any error the
+// configuration in force stays. An empty cfg.Revision is computed. source
 // names the origin in logs ("push", "standalone").
 //
 // The hook list must begin with the AuditLog hook (the compiler always puts
@@ -46,9 +45,6 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	if cfg.Revision == "" {
 		cfg.Revision = gatewayconfig.ComputeRevision(cfg.Hooks)
 	}
-	if err := cfg.Validate(); err != nil {
-		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
 	if len(cfg.Hooks) == 0 || cfg.Hooks[0].Kind != gatewayconfig.KindAuditLog {
 		return ApplyResult{}, fmt.Errorf("%w: the hook list must begin with the %s hook", ErrInvalidConfig, gatewayconfig.KindAuditLog)
 	}
@@ -56,9 +52,6 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 		if i > 0 && h.Kind == gatewayconfig.KindAuditLog {
 			return ApplyResult{}, fmt.Errorf("%w: hook %d (%q) is a second %s hook; the list holds exactly one, first",
 				ErrInvalidConfig, i, h.Name, gatewayconfig.KindAuditLog)
-		}
-		if _, taken := s.nativeSet[h.Name]; taken {
-			return ApplyResult{}, fmt.Errorf("%w: hook name %q is taken by a native hook of this gateway", ErrInvalidConfig, h.Name)
 		}
 	}
 
@@ -71,12 +64,14 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 				"%w: issued at %d, before the configuration in force (revision %s, issued at %d)",
 				ErrStaleConfig, cfg.IssuedAt, cur.cfg.Revision, cur.cfg.IssuedAt)
 		}
-		if cfg.Revision == cur.cfg.Revision {
+		// The same revision is the same content, already validated; a
+		// revision that does not hash the content is refused by Build.
+		if cfg.Revision == cur.cfg.Revision && cfg.Revision == gatewayconfig.ComputeRevision(cfg.Hooks) {
 			if cfg.IssuedAt > cur.cfg.IssuedAt {
 				next := *cur.cfg
 				next.IssuedAt = cfg.IssuedAt
-				s.cur.Store(&active{exec: cur.exec, cfg: &next, appliedAt: cur.appliedAt, noPolicy: cur.noPolicy})
-				s.metrics.setConfig(&next)
+				s.cur.Store(&active{exec: cur.exec, entries: cur.entries, cfg: &next, appliedAt: cur.appliedAt, noPolicy: cur.noPolicy})
+				s.metrics.setConfig(&next, cur.entries)
 			}
 			return ApplyResult{ConfigStatus: s.Status()}, nil
 		}
@@ -91,13 +86,12 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	// The native hooks run after the compiled list (Options.Native).
-	entries = append(entries, s.native...)
 	var exec *hooks.Executor
 	noPolicy := ""
 	if len(cfg.Hooks) == 1 {
 		noPolicy = NoPolicySelectedReason
 		exec, err = s.noPolicyExecutor(noPolicy)
+		entries = nil
 	} else {
 		exec, err = hooks.NewExecutor(entries, s.tools, hooks.WithToolTimeout(s.opts.ToolTimeout), hooks.WithLogger(s.log))
 	}
@@ -106,12 +100,12 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	}
 	own := *cfg
 	own.Hooks = append([]gatewayconfig.Hook(nil), cfg.Hooks...)
-	s.metrics.setConfig(&own)
-	s.cur.Store(&active{exec: exec, cfg: &own, appliedAt: time.Now(), noPolicy: noPolicy})
+	s.metrics.setConfig(&own, entries)
+	s.cur.Store(&active{exec: exec, entries: entries, cfg: &own, appliedAt: time.Now(), noPolicy: noPolicy})
 	if noPolicy == "" {
 		// A list with no policy denies everything; the budgets and windows of
 		// the policies it lacks are kept for when they return.
-		s.state.Retain(&own)
+		gatewayconfig.RetainState(s.state, &own)
 	}
 	if s.opts.OnApplied != nil {
 		s.opts.OnApplied(&own)

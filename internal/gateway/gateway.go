@@ -11,20 +11,6 @@
 // that an allow-all gateway is only ever the result of a policy that says so,
 // never of an absence. A configuration is swapped in atomically: calls in
 // flight finish on the executor they started with.
-//
-// # Native Go hooks
-//
-// A custom gateway build can add its own Go hooks: it registers them in a
-// hooks.Registry (or builds the []hooks.Entry itself) and passes them as
-// Options.Native. Every applied configuration then runs them after its
-// compiled hook list — after AuditLog, the policies and the PluginHooks — in
-// the given order, so a policy or plugin that denies a call decides before
-// them. Their denials name the hook like any other and carry no policy.
-// Before the first configuration the gateway denies every call without
-// running them. Names must be unique and may not contain "/" (the compiled
-// policy hooks' "Kind/namespace/name") or be one of the reserved names; a
-// configuration whose hook names collide with them is rejected as invalid.
-// See ExampleOptions_native.
 package gateway
 
 import (
@@ -34,8 +20,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,22 +106,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// Logger logs the gateway's own events; nil means slog.Default().
 	Logger *slog.Logger
-	// Native are Go hooks a custom gateway build appends after the compiled
-	// hook list of every configuration it applies (after AuditLog, the
-	// policies and the PluginHooks), in this order; typically the Entries of
-	// a hooks.Registry. Each entry's Action and FailOpen apply as for any
-	// hook; Policy is normally zero (denials then carry no policy). They join
-	// from the first applied configuration: before it the gateway denies
-	// every call without running any hook but AuditLog. New rejects a nil
-	// hook, an empty or duplicate name, an unknown action, a name containing
-	// "/" (reserved for compiled policy hooks, "Kind/namespace/name") and the
-	// reserved names AuditLog, gateway, arguments and context; Apply rejects a
-	// configuration that names one of its hooks like a native hook
-	// (ErrInvalidConfig).
-	Native []hooks.Entry
 	// ToolTraits declare the path arguments and read-only tools among Tools
 	// beyond the built-ins (upstream MCP tools); every AutonomyPolicy adds them.
-	ToolTraits gatewayconfig.ToolTraits
+	ToolTraits hooks.ToolTraits
 	// Sandbox confines the processes the built-in tools start; nil means
 	// Landlock with the default directories. Where it is unusable the
 	// built-in tools refuse every call (decisions still work); /readyz, the
@@ -152,9 +123,7 @@ type Server struct {
 	log       *slog.Logger
 	tools     []hooks.Tool
 	toolNames []string
-	native    []hooks.Entry       // Options.Native, copied
-	nativeSet map[string]struct{} // native hook names
-	state     *gatewayconfig.State
+	state     *contract.State
 	metrics   *metrics
 	denials   *denialQueue
 	handler   http.Handler
@@ -167,6 +136,8 @@ type Server struct {
 // active is the configuration in force and the executor built from it.
 type active struct {
 	exec *hooks.Executor
+	// entries are what exec was built from (nil in the no-policy states).
+	entries []hooks.Entry
 	// cfg is nil before the first configuration and after RunStandalone
 	// found no usable policy files.
 	cfg       *gatewayconfig.Config
@@ -200,14 +171,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Registry == nil {
 		opts.Registry = NewRegistry()
 	}
-	nativeSet, err := validateNative(opts.Native)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	s := &Server{opts: opts, log: opts.Logger, tools: opts.Tools, state: gatewayconfig.NewStateWithBudgets(opts.Budgets),
-		native: slices.Clone(opts.Native), nativeSet: nativeSet}
-	s.opts.Native = s.native
+	s := &Server{opts: opts, log: opts.Logger, tools: opts.Tools, state: contract.NewState(opts.Budgets)}
 	if s.opts.Sandbox == nil {
+		var err error
 		if s.opts.Sandbox, err = sandbox.New(sandbox.Config{}); err != nil {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
@@ -225,11 +191,7 @@ func New(opts Options) (*Server, error) {
 		}
 		s.toolNames = append(s.toolNames, t.Name())
 	}
-	nativeNames := make([]string, 0, len(s.native))
-	for _, e := range s.native {
-		nativeNames = append(nativeNames, e.Hook.Name())
-	}
-	m, err := newMetrics(opts.Registry, s.toolNames, nativeNames)
+	m, err := newMetrics(opts.Registry, s.toolNames)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
@@ -330,40 +292,7 @@ func (s *Server) denyEverything(ctx context.Context, reason string) error {
 		return nil
 	}
 	s.cur.Store(&active{exec: exec, appliedAt: time.Now(), noPolicy: reason})
-	s.metrics.setConfig(&gatewayconfig.Config{})
+	s.metrics.setConfig(&gatewayconfig.Config{}, nil)
 	s.log.ErrorContext(ctx, "Denying every call: no policy in force", "reason", reason)
 	return nil
-}
-
-// reservedHookNames are the names a native hook may not take: the compiled
-// AuditLog entry's and the pseudo-hooks' the gateway and executor deny as.
-var reservedHookNames = []string{audit.Name, GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName}
-
-// validateNative checks Options.Native (see there) and returns its names.
-func validateNative(entries []hooks.Entry) (map[string]struct{}, error) {
-	names := make(map[string]struct{}, len(entries))
-	for i, e := range entries {
-		if e.Hook == nil {
-			return nil, fmt.Errorf("native hook %d: hook is nil", i)
-		}
-		name := e.Hook.Name()
-		switch {
-		case name == "":
-			return nil, fmt.Errorf("native hook %d: hook has an empty name", i)
-		case strings.Contains(name, "/"):
-			return nil, fmt.Errorf("native hook %q: a name may not contain \"/\" (compiled policy hooks are named Kind/namespace/name)", name)
-		case slices.Contains(reservedHookNames, name):
-			return nil, fmt.Errorf("native hook %q: the name is reserved", name)
-		}
-		switch e.Action {
-		case "", hooks.ActionDeny, hooks.ActionWarn:
-		default:
-			return nil, fmt.Errorf("native hook %q: unknown enforcement action %q (want Deny or Warn)", name, e.Action)
-		}
-		if _, dup := names[name]; dup {
-			return nil, fmt.Errorf("native hook %q is given twice", name)
-		}
-		names[name] = struct{}{}
-	}
-	return names, nil
 }

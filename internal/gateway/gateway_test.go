@@ -17,6 +17,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/plugins"
 )
 
 func TestBeforeTheFirstConfigurationEveryCallIsDeniedAndTheGatewayIsNotReady(t *testing.T) {
@@ -345,7 +346,7 @@ func TestToolsSeeTheArgumentsTheHooksDecidedOn(t *testing.T) {
 	hookSaw := make(chan map[string]any, 1)
 	toolSaw := make(chan map[string]any, 1)
 	e := newEnv(t, func(o *gateway.Options) {
-		o.Plugins = func(h gatewayconfig.Hook) (hooks.Hook, error) {
+		o.Plugins = func(h plugins.Ref) (hooks.Hook, error) {
 			return &recordingHook{name: h.Name, seen: hookSaw}, nil
 		}
 		o.Tools = []hooks.Tool{hooks.ToolFunc{ToolName: "echo_args", Func: func(_ context.Context, a map[string]any) (string, error) {

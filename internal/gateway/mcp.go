@@ -25,8 +25,16 @@ func (s *Server) ExecuteMCP(ctx context.Context, call *hooks.Call) hooks.Result 
 // shared: callers must not modify it.
 func (s *Server) Config() *gatewayconfig.Config { return s.cur.Load().cfg }
 
-// ToolTraits are the tool traits every AutonomyPolicy entry adds (Options.ToolTraits).
-func (s *Server) ToolTraits() gatewayconfig.ToolTraits { return s.opts.ToolTraits }
+// Built returns the revision in force ("" before the first configuration),
+// the entries built from it (nil while the gateway denies every call for want
+// of a policy) and, in that state, why. Callers must not modify the entries.
+func (s *Server) Built() (revision string, entries []hooks.Entry, noPolicy string) {
+	cur := s.cur.Load()
+	if cur.cfg != nil {
+		revision = cur.cfg.Revision
+	}
+	return revision, cur.entries, cur.noPolicy
+}
 
 // DenialOf converts an executor decision into the API's denial (nil for nil).
 func DenialOf(d *hooks.Decision) *Denial { return denialOf(d) }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -69,13 +68,12 @@ type metrics struct {
 	tools     *boundedLabel
 	hookNames *boundedLabel
 	builtins  []string
-	native    []string // native hook names, known with every configuration
 
 	mu          sync.Mutex
 	revisionSet string
 }
 
-func newMetrics(reg prometheus.Registerer, toolNames, nativeHooks []string) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error) {
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolhooks_tool_calls_total",
@@ -148,13 +146,13 @@ func newMetrics(reg prometheus.Registerer, toolNames, nativeHooks []string) (*me
 		apiMCP:       m.decision.WithLabelValues(apiMCP),
 	}
 	m.tools.setKnown(toolNames)
-	m.native = nativeHooks
 	m.hookNames.setKnown([]string{GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName})
 	return m, nil
 }
 
-// setConfig records cfg as in force and makes its hook and tool names known label values.
-func (m *metrics) setConfig(cfg *gatewayconfig.Config) {
+// setConfig records cfg, built into entries, as in force and makes its hook
+// and tool names known label values.
+func (m *metrics) setConfig(cfg *gatewayconfig.Config, entries []hooks.Entry) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.revisionSet != cfg.Revision {
@@ -164,14 +162,13 @@ func (m *metrics) setConfig(cfg *gatewayconfig.Config) {
 	}
 	m.issuedAt.Set(float64(cfg.IssuedAt) / float64(time.Second))
 	m.hooks.Set(float64(len(cfg.Hooks)))
-	names := make([]string, 0, 3+len(cfg.Hooks)+len(m.native))
+	names := make([]string, 0, 3+len(cfg.Hooks))
 	names = append(names, GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName)
 	for _, h := range cfg.Hooks {
 		names = append(names, h.Name)
 	}
-	names = append(names, m.native...) // they run with every configuration
 	m.hookNames.setKnown(names)
-	m.tools.setKnown(append(append([]string(nil), m.builtins...), configuredTools(cfg)...))
+	m.tools.setKnown(append(append([]string(nil), m.builtins...), configuredTools(entries)...))
 }
 
 // observe counts one call.
@@ -194,35 +191,13 @@ func (m *metrics) observe(api string, call *hooks.Call, res *hooks.Result, hookT
 	}
 }
 
-// configuredTools are the exact tool names (not globs) a configuration names.
-func configuredTools(cfg *gatewayconfig.Config) []string {
+// configuredTools are the exact tool names (not globs) the built hooks'
+// configurations name.
+func configuredTools(entries []hooks.Entry) []string {
 	var out []string
-	add := func(names ...string) {
-		for _, n := range names {
-			if n != "" && !strings.ContainsAny(n, `*?[]{}\`) {
-				out = append(out, n)
-			}
-		}
-	}
-	for _, h := range cfg.Hooks {
-		if a := h.Autonomy; a != nil {
-			add(a.ToolAllow...)
-			add(a.ToolDeny...)
-			add(a.ReadOnlyTools...)
-			for t := range a.PathArgs {
-				add(t)
-			}
-		}
-		if c := h.Contract; c != nil {
-			for _, cp := range c.ScopedCapabilities {
-				add(cp.Tool)
-			}
-			for _, r := range c.RateLimits {
-				add(r.Tools)
-			}
-		}
-		if p := h.Plugin; p != nil {
-			add(p.Tools...)
+	for _, e := range entries {
+		if n, ok := e.Hook.(hooks.ToolNamer); ok {
+			out = append(out, n.ToolNames()...)
 		}
 	}
 	return out

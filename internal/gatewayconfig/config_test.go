@@ -10,6 +10,10 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
+	"github.com/toolhooks/toolhooks/internal/hooks/contract"
+	"github.com/toolhooks/toolhooks/internal/hooks/ratelimit"
+	"github.com/toolhooks/toolhooks/internal/plugins"
 )
 
 func discard() audit.Sink {
@@ -50,20 +54,20 @@ func TestValidateRejectsBadEntriesWithTheirClass(t *testing.T) {
 		want error
 	}{
 		{"a forbidden glob that does not parse", Hook{Name: "a", Kind: KindAutonomyPolicy,
-			Autonomy: &Autonomy{WorkspaceRoot: "/w", ForbiddenPathGlobs: []string{"/w/[x"}}}, ErrInvalidGlob},
+			Autonomy: &autonomy.Config{WorkspaceRoot: "/w", ForbiddenPathGlobs: []string{"/w/[x"}}}, hooks.ErrInvalidGlob},
 		{"a relative workspace root", Hook{Name: "a", Kind: KindAutonomyPolicy,
-			Autonomy: &Autonomy{WorkspaceRoot: "w", WorkspaceOnly: true}}, ErrInvalidPath},
-		{"an unknown mode", Hook{Name: "a", Kind: KindAutonomyPolicy, Autonomy: &Autonomy{Mode: "yolo"}}, ErrInvalidSpec},
+			Autonomy: &autonomy.Config{WorkspaceRoot: "w", WorkspaceOnly: true}}, hooks.ErrInvalidPath},
+		{"an unknown mode", Hook{Name: "a", Kind: KindAutonomyPolicy, Autonomy: &autonomy.Config{Mode: "yolo"}}, hooks.ErrInvalidSpec},
 		{"a contract subject glob that does not parse", Hook{Name: "c", Kind: KindContractPolicy,
-			Contract: &Contract{Subjects: Subjects{Sessions: []string{"s-["}}}}, ErrInvalidGlob},
+			Contract: &contract.Spec{Subjects: contract.Subjects{Sessions: []string{"s-["}}}}, hooks.ErrInvalidGlob},
 		{"an allowed path with a NUL byte", Hook{Name: "c", Kind: KindContractPolicy,
-			Contract: &Contract{AllowedPaths: []string{"/w\x00"}}}, ErrInvalidPath},
-		{"a plugin with both transports", Hook{Name: "p", Kind: KindPluginHook, Plugin: &Plugin{Before: true, TimeoutMillis: 10,
-			HTTP: &PluginHTTP{URL: "http://x"}, Stdio: &PluginStdio{Command: "node"}}}, ErrInvalidSpec},
-		{"a plugin timeout above 30s", Hook{Name: "p", Kind: KindPluginHook, Plugin: &Plugin{Before: true, TimeoutMillis: 30001,
-			Stdio: &PluginStdio{Command: "node"}}}, ErrInvalidSpec},
-		{"an entry whose spec does not match its kind", Hook{Name: "x", Kind: KindAutonomyPolicy, Contract: &Contract{MaxToolCalls: 1}}, ErrInvalidSpec},
-		{"an unknown action", Hook{Name: "a", Kind: KindAutonomyPolicy, Action: "Audit", Autonomy: &Autonomy{}}, ErrInvalidSpec},
+			Contract: &contract.Spec{Contract: contract.Contract{AllowedPaths: []string{"/w\x00"}}}}, hooks.ErrInvalidPath},
+		{"a plugin with both transports", Hook{Name: "p", Kind: KindPluginHook, Plugin: &plugins.Spec{Before: true, TimeoutMillis: 10,
+			HTTP: &plugins.HTTPSpec{URL: "http://x"}, Stdio: &plugins.StdioSpec{Command: "node"}}}, hooks.ErrInvalidSpec},
+		{"a plugin timeout above 30s", Hook{Name: "p", Kind: KindPluginHook, Plugin: &plugins.Spec{Before: true, TimeoutMillis: 30001,
+			Stdio: &plugins.StdioSpec{Command: "node"}}}, hooks.ErrInvalidSpec},
+		{"an entry whose spec does not match its kind", Hook{Name: "x", Kind: KindAutonomyPolicy, Contract: &contract.Spec{Contract: contract.Contract{MaxToolCalls: 1}}}, hooks.ErrInvalidSpec},
+		{"an unknown action", Hook{Name: "a", Kind: KindAutonomyPolicy, Action: "Audit", Autonomy: &autonomy.Config{}}, hooks.ErrInvalidSpec},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,21 +83,21 @@ func TestValidateRejectsBadEntriesWithTheirClass(t *testing.T) {
 }
 
 func TestValidateRejectsARevisionThatDoesNotMatchTheContent(t *testing.T) {
-	cfg := newConfig(Hook{Name: "a", Kind: KindAutonomyPolicy, Autonomy: &Autonomy{Mode: "readonly"}})
+	cfg := newConfig(Hook{Name: "a", Kind: KindAutonomyPolicy, Autonomy: &autonomy.Config{Mode: "readonly"}})
 	cfg.Hooks[1].Autonomy.Mode = "full" // tampered after hashing
-	if err := cfg.Validate(); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), "revision") {
+	if err := cfg.Validate(); !errors.Is(err, hooks.ErrInvalidSpec) || !strings.Contains(err.Error(), "revision") {
 		t.Errorf("Validate() = %v, want a revision mismatch", err)
 	}
 	dup := newConfig(Hook{Name: "AuditLog", Kind: KindAuditLog})
-	if err := dup.Validate(); !errors.Is(err, ErrInvalidSpec) {
-		t.Errorf("duplicate hook names: Validate() = %v, want ErrInvalidSpec", err)
+	if err := dup.Validate(); !errors.Is(err, hooks.ErrInvalidSpec) {
+		t.Errorf("duplicate hook names: Validate() = %v, want hooks.ErrInvalidSpec", err)
 	}
 }
 
 func TestBuildFailsClosedWhenTheWorkspaceRootIsMissingOnTheGateway(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "not-here")
 	cfg := newConfig(Hook{Name: "AutonomyPolicy/ns/a", Kind: KindAutonomyPolicy, Policy: hooks.PolicyRef{Kind: "AutonomyPolicy", Name: "a"},
-		Autonomy: &Autonomy{WorkspaceRoot: missing, WorkspaceOnly: true}})
+		Autonomy: &autonomy.Config{WorkspaceRoot: missing, WorkspaceOnly: true}})
 	e := executor(t, cfg, BuildOptions{})
 	res := decide(e, "s", "web_search", `{}`)
 	if res.Status != hooks.StatusDenied || res.Denial.Rule != RuleUnenforceable || !strings.Contains(res.Denial.Reason, missing) {
@@ -107,7 +111,7 @@ func TestBuildFailsClosedWhenTheWorkspaceRootIsMissingOnTheGateway(t *testing.T)
 func TestBuildAppliesAPluginsFailurePolicyWhenNoRuntimeExists(t *testing.T) {
 	for _, failOpen := range []bool{true, false} {
 		cfg := newConfig(Hook{Name: "PluginHook/ns/p", Kind: KindPluginHook,
-			Plugin: &Plugin{Before: true, TimeoutMillis: 100, FailOpen: failOpen, Stdio: &PluginStdio{Command: "node"}}})
+			Plugin: &plugins.Spec{Before: true, TimeoutMillis: 100, FailOpen: failOpen, Stdio: &plugins.StdioSpec{Command: "node"}}})
 		res := decide(executor(t, cfg, BuildOptions{}), "s", "read_file", `{"path":"x"}`)
 		if allowed := res.Status == hooks.StatusAllowed; allowed != failOpen {
 			t.Errorf("failOpen=%v: status %s (%+v)", failOpen, res.Status, res.Denial)
@@ -116,10 +120,10 @@ func TestBuildAppliesAPluginsFailurePolicyWhenNoRuntimeExists(t *testing.T) {
 }
 
 func TestAPluginWithoutRuntimeFailsOnlyTheCallsItSubscribesTo(t *testing.T) {
-	writes := Hook{Name: "PluginHook/ns/approvals", Kind: KindPluginHook, Plugin: &Plugin{Before: true, TimeoutMillis: 100,
-		Tools: []string{"write_file", "edit_*"}, Stdio: &PluginStdio{Command: "node"}}}
-	afterOnly := Hook{Name: "PluginHook/ns/recorder", Kind: KindPluginHook, Plugin: &Plugin{After: true, TimeoutMillis: 100,
-		Stdio: &PluginStdio{Command: "node"}}}
+	writes := Hook{Name: "PluginHook/ns/approvals", Kind: KindPluginHook, Plugin: &plugins.Spec{Before: true, TimeoutMillis: 100,
+		Tools: []string{"write_file", "edit_*"}, Stdio: &plugins.StdioSpec{Command: "node"}}}
+	afterOnly := Hook{Name: "PluginHook/ns/recorder", Kind: KindPluginHook, Plugin: &plugins.Spec{After: true, TimeoutMillis: 100,
+		Stdio: &plugins.StdioSpec{Command: "node"}}}
 	e := executor(t, newConfig(writes, afterOnly), BuildOptions{})
 	for tool, want := range map[string]hooks.Status{
 		"write_file": hooks.StatusDenied, "edit_file": hooks.StatusDenied, "read_file": hooks.StatusAllowed, "shell": hooks.StatusAllowed,
@@ -139,18 +143,18 @@ func TestBudgetsSurviveARebuildWithTheSameState(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	contract := Hook{Name: "ContractPolicy/ns/budget", Kind: KindContractPolicy, Policy: hooks.PolicyRef{UID: "uid-1"},
-		Contract: &Contract{MaxToolCalls: 3, RateLimits: []RateLimit{{Tools: "*", PerSenderPerMinute: 100}}}}
-	state := NewState()
-	e1 := executor(t, newConfig(contract), BuildOptions{Workspace: ws, State: state})
+	budget := Hook{Name: "ContractPolicy/ns/budget", Kind: KindContractPolicy, Policy: hooks.PolicyRef{UID: "uid-1"},
+		Contract: &contract.Spec{Contract: contract.Contract{MaxToolCalls: 3}, RateLimits: []ratelimit.Rule{{Tools: "*", PerSenderPerMinute: 100}}}}
+	state := contract.NewState(contract.BudgetConfig{})
+	e1 := executor(t, newConfig(budget), BuildOptions{Workspace: ws, State: state})
 	for i := range 2 {
 		if res := decide(e1, "s1", "read_file", `{"path":"a.txt"}`); res.Status != hooks.StatusAllowed {
 			t.Fatalf("call %d denied: %+v", i, res.Denial)
 		}
 	}
 	// A new revision (another policy joined) rebuilds the hooks; the session keeps its count.
-	other := Hook{Name: "AutonomyPolicy/ns/ro", Kind: KindAutonomyPolicy, Autonomy: &Autonomy{Mode: "full"}}
-	e2 := executor(t, newConfig(other, contract), BuildOptions{Workspace: ws, State: state})
+	other := Hook{Name: "AutonomyPolicy/ns/ro", Kind: KindAutonomyPolicy, Autonomy: &autonomy.Config{Mode: "full"}}
+	e2 := executor(t, newConfig(other, budget), BuildOptions{Workspace: ws, State: state})
 	if res := decide(e2, "s1", "read_file", `{"path":"a.txt"}`); res.Status != hooks.StatusAllowed {
 		t.Fatalf("third call denied: %+v", res.Denial)
 	}
@@ -158,19 +162,23 @@ func TestBudgetsSurviveARebuildWithTheSameState(t *testing.T) {
 		t.Fatalf("fourth call = %s %+v, want the budget of 3 to hold across the rebuild", res.Status, res.Denial)
 	}
 	// Without shared state the budget would restart: prove the test can tell.
-	e3 := executor(t, newConfig(contract), BuildOptions{Workspace: ws, State: NewState()})
+	e3 := executor(t, newConfig(budget), BuildOptions{Workspace: ws, State: contract.NewState(contract.BudgetConfig{})})
 	if res := decide(e3, "s1", "read_file", `{"path":"a.txt"}`); res.Status != hooks.StatusAllowed {
 		t.Fatalf("fresh state denied: %+v", res.Denial)
 	}
-	state.Retain(newConfig(other))
-	if len(state.budgets) != 0 {
-		t.Errorf("Retain kept %d budgets of removed policies", len(state.budgets))
+	// Once a configuration without the policy was retained, its budget is gone.
+	RetainState(state, newConfig(other))
+	e4 := executor(t, newConfig(budget), BuildOptions{Workspace: ws, State: state})
+	for i := range 3 {
+		if res := decide(e4, "s1", "read_file", `{"path":"a.txt"}`); res.Status != hooks.StatusAllowed {
+			t.Fatalf("call %d after the policy's state was dropped denied: %+v (RetainState kept its budget)", i, res.Denial)
+		}
 	}
 }
 
 func TestContractRateLimitsApplyOnlyToItsSubjects(t *testing.T) {
-	cfg := newConfig(Hook{Name: "ContractPolicy/ns/bots", Kind: KindContractPolicy, Contract: &Contract{
-		Subjects: Subjects{Senders: []string{"bot-*"}}, RateLimits: []RateLimit{{Tools: "web_*", PerSenderPerMinute: 2}}}})
+	cfg := newConfig(Hook{Name: "ContractPolicy/ns/bots", Kind: KindContractPolicy, Contract: &contract.Spec{
+		Subjects: contract.Subjects{Senders: []string{"bot-*"}}, RateLimits: []ratelimit.Rule{{Tools: "web_*", PerSenderPerMinute: 2}}}})
 	e := executor(t, cfg, BuildOptions{})
 	call := func(sender string) hooks.Status {
 		c := hooks.NewCall("web_search", `{}`)
@@ -185,5 +193,38 @@ func TestContractRateLimitsApplyOnlyToItsSubjects(t *testing.T) {
 	got := []hooks.Status{call("bot-1"), call("bot-1"), call("bot-1")}
 	if got[0] != hooks.StatusAllowed || got[1] != hooks.StatusAllowed || got[2] != hooks.StatusDenied {
 		t.Errorf("bot-1 statuses = %v, want allowed, allowed, denied", got)
+	}
+}
+
+func TestBuildFailsClosedWhenThePolicyNamesAnotherWorkspace(t *testing.T) {
+	gateway, other := t.TempDir(), t.TempDir()
+	cfg := newConfig(Hook{Name: "AutonomyPolicy/ns/a", Kind: KindAutonomyPolicy,
+		Autonomy: &autonomy.Config{WorkspaceRoot: other, WorkspaceOnly: true}})
+	res := decide(executor(t, cfg, BuildOptions{Workspace: gateway}), "s", "read_file", `{"path":"x"}`)
+	if res.Status != hooks.StatusDenied || res.Denial.Rule != RuleUnenforceable ||
+		!strings.Contains(res.Denial.Reason, other) || !strings.Contains(res.Denial.Reason, gateway) {
+		t.Fatalf("a policy rooted elsewhere gave %s %+v, want a denial naming both directories", res.Status, res.Denial)
+	}
+	// Without a root of its own the policy uses the gateway's workspace.
+	cfg = newConfig(Hook{Name: "AutonomyPolicy/ns/a", Kind: KindAutonomyPolicy, Autonomy: &autonomy.Config{WorkspaceOnly: true}})
+	e := executor(t, cfg, BuildOptions{Workspace: gateway})
+	if res := decide(e, "s", "read_file", `{"path":"x"}`); res.Status != hooks.StatusAllowed {
+		t.Errorf("a path inside the gateway's workspace: %s %+v", res.Status, res.Denial)
+	}
+	if res := decide(e, "s", "read_file", `{"path":"`+filepath.Join(other, "x")+`"}`); res.Status != hooks.StatusDenied || res.Denial.Rule != "workspaceOnly" {
+		t.Errorf("a path outside the gateway's workspace: %s %+v", res.Status, res.Denial)
+	}
+}
+
+func TestAContractWithRateLimitsStillGuardsTheToolAtRunTime(t *testing.T) {
+	cfg := newConfig(Hook{Name: "ContractPolicy/ns/c", Kind: KindContractPolicy, Contract: &contract.Spec{
+		Contract:   contract.Contract{ScopedCapabilities: []contract.Capability{{Tool: "shell", AllowedPaths: []string{"/w"}}}},
+		RateLimits: []ratelimit.Rule{{Tools: "*", PerSenderPerMinute: 100}}}})
+	entries, err := Build(cfg, BuildOptions{Audit: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := entries[1].Hook.(hooks.RuntimeGuard); !ok {
+		t.Fatalf("the contract's hook %T is no RuntimeGuard: a running shell's commands would go unchecked", entries[1].Hook)
 	}
 }

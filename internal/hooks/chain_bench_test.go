@@ -31,17 +31,13 @@ func builtinChain(b *testing.B, ws string) []hooks.Entry {
 	if err != nil {
 		b.Fatal(err)
 	}
-	resolver, err := contract.NewStaticResolver(contract.Binding{Contract: &contract.Contract{
+	scope, err := contract.New(contract.Config{Name: "ContractPolicy/bench/budget", Contract: &contract.Contract{
 		MaxToolCalls: contract.MaxToolCallsLimit,
 		AllowedPaths: []string{ws},
 		ScopedCapabilities: []contract.Capability{
 			{Tool: "read_file", AllowedPaths: []string{ws}}, {Tool: "shell"}, {Tool: "web_search"},
 		},
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	scope, err := contract.New(contract.Config{Name: "ContractPolicy/bench/budget", Resolver: resolver, WorkspaceRoot: ws})
+	}, WorkspaceRoot: ws})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,13 +30,9 @@ func TestPathMemoIsSharedWithinACallOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resolver, err := contract.NewStaticResolver(contract.Binding{Contract: &contract.Contract{
+	scope, err := contract.New(contract.Config{Name: "scope", Contract: &contract.Contract{
 		ScopedCapabilities: []contract.Capability{{Tool: "read_file", AllowedPaths: []string{filepath.Join(ws, "src")}}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scope, err := contract.New(contract.Config{Name: "scope", Resolver: resolver, WorkspaceRoot: ws})
+	}, WorkspaceRoot: ws})
 	if err != nil {
 		t.Fatal(err)
 	}

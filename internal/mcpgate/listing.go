@@ -1,21 +1,14 @@
 package mcpgate
 
 import (
-	"context"
-	"slices"
 	"sync/atomic"
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
-	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 )
 
-// outrightRules are the autonomy rules a tool's name alone decides.
-var outrightRules = []string{autonomy.RuleToolDeny, autonomy.RuleToolAllow, autonomy.RuleReadOnly, autonomy.RuleShellDisabled}
-
-// listing computes, once per configuration revision, which tools the
-// policies in force deny outright and with which denial.
+// listing computes, once per configuration in force, which tools the hooks
+// built from it deny outright and with which denial.
 type listing struct {
 	gw    *gateway.Server
 	names []string
@@ -23,59 +16,48 @@ type listing struct {
 }
 
 type deniedSet struct {
-	revision string
-	tools    map[string]*gateway.Denial
+	revision, noPolicy string
+	tools              map[string]*gateway.Denial
 }
 
 // denied maps the tools denied outright to the denial a call would get.
 func (l *listing) denied() map[string]*gateway.Denial {
-	cfg := l.gw.Config()
-	rev := ""
-	if cfg != nil {
-		rev = cfg.Revision
-	}
-	if c := l.cache.Load(); c != nil && c.revision == rev {
+	rev, entries, noPolicy := l.gw.Built()
+	if c := l.cache.Load(); c != nil && c.revision == rev && c.noPolicy == noPolicy {
 		return c.tools
 	}
-	set := &deniedSet{revision: rev, tools: outrightDenials(cfg, l.gw.ToolTraits(), l.names)}
+	set := &deniedSet{revision: rev, noPolicy: noPolicy, tools: outrightDenials(entries, noPolicy, l.names)}
 	l.cache.Store(set)
 	return set.tools
 }
 
-// outrightDenials evaluates every AutonomyPolicy entry in enforcing (Deny)
-// mode, in the configuration's order, the way the executor builds it
-// (gatewayconfig.AutonomyConfig with the gateway's tool traits), on a call of
-// each tool without arguments, and keeps the denials whose rule depends on the
-// tool's name only. Before the first configuration every tool is denied.
-func outrightDenials(cfg *gatewayconfig.Config, traits gatewayconfig.ToolTraits, names []string) map[string]*gateway.Denial {
+// outrightDenials asks every enforcing (Deny) entry, in the configuration's
+// order, which of the tools it denies whatever the arguments (the hooks that
+// are a hooks.OutrightDenier: autonomy policies' tool-name rules, and policies
+// this gateway cannot enforce); the first denial of a tool is the one a call
+// would get. While the gateway denies every call for want of a policy, every
+// tool is denied.
+func outrightDenials(entries []hooks.Entry, noPolicy string, names []string) map[string]*gateway.Denial {
 	out := map[string]*gateway.Denial{}
-	if cfg == nil {
+	if noPolicy != "" {
 		for _, n := range names {
-			out[n] = &gateway.Denial{Hook: gateway.GatewayHookName, Rule: gateway.RuleNoPolicy, Reason: gateway.NoPolicyReason}
+			out[n] = &gateway.Denial{Hook: gateway.GatewayHookName, Rule: gateway.RuleNoPolicy, Reason: noPolicy}
 		}
 		return out
 	}
-	for _, h := range cfg.Hooks {
-		if h.Kind != gatewayconfig.KindAutonomyPolicy || h.Action == hooks.ActionWarn {
+	for _, e := range entries {
+		d, ok := e.Hook.(hooks.OutrightDenier)
+		if !ok || e.Action == hooks.ActionWarn {
 			continue
 		}
-		ref := &hooks.Decision{Hook: h.Name, Policy: h.Policy, Action: hooks.ActionDeny}
-		a, err := autonomy.New(gatewayconfig.AutonomyConfig(h, traits))
 		for _, n := range names {
 			if _, done := out[n]; done {
 				continue
 			}
-			d := *ref
-			if err != nil { // the executor's entry denies every call (policyUnenforceable)
-				d.Rule, d.Reason = gatewayconfig.RuleUnenforceable, err.Error()
-			} else {
-				v, verr := a.Before(context.Background(), hooks.NewCall(n, ""))
-				if verr != nil || v.Allowed || !slices.Contains(outrightRules, v.Rule) {
-					continue
-				}
-				d.Rule, d.Reason = v.Rule, v.Reason
+			if v, denied := d.DeniesOutright(n); denied {
+				out[n] = gateway.DenialOf(&hooks.Decision{Hook: e.Hook.Name(), Policy: e.Policy, Action: hooks.ActionDeny,
+					Rule: v.Rule, Reason: v.Reason})
 			}
-			out[n] = gateway.DenialOf(&d)
 		}
 	}
 	return out

@@ -17,7 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
@@ -30,7 +29,7 @@ type Upstreams struct {
 	list   []*upstream
 	tools  []hooks.Tool
 	descs  []*mcp.Tool
-	traits gatewayconfig.ToolTraits
+	traits hooks.ToolTraits
 }
 
 // Connect connects to every configured upstream and lists its tools, each
@@ -40,7 +39,7 @@ func Connect(ctx context.Context, cfg *Config, log *slog.Logger) (*Upstreams, er
 	if log == nil {
 		log = slog.Default()
 	}
-	us := &Upstreams{traits: gatewayconfig.ToolTraits{PathArgs: map[string][]string{}}}
+	us := &Upstreams{traits: hooks.ToolTraits{PathArgs: map[string][]string{}}}
 	for i := range cfg.Upstreams {
 		c := cfg.Upstreams[i]
 		u := &upstream{cfg: c, log: log.With("upstream", c.Name)}
@@ -93,7 +92,7 @@ func (us *Upstreams) Tools() []hooks.Tool { return us.tools }
 func (us *Upstreams) Descriptors() []*mcp.Tool { return us.descs }
 
 // Traits are the configured path arguments and read-only tools (gateway.Options.ToolTraits).
-func (us *Upstreams) Traits() gatewayconfig.ToolTraits { return us.traits }
+func (us *Upstreams) Traits() hooks.ToolTraits { return us.traits }
 
 // Close disconnects every upstream, stopping stdio processes.
 func (us *Upstreams) Close() {

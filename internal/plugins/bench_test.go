@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
@@ -21,8 +20,8 @@ func benchHooks(b *testing.B) map[string]hooks.Hook {
 	srv := httptest.NewServer(rs.handler(func(http.ResponseWriter, *request) any { return true }))
 	b.Cleanup(srv.Close)
 	return map[string]hooks.Hook{
-		"stdio": build(b, m, spec("bench-stdio", gatewayconfig.Plugin{Before: true, Stdio: nodePlugin(b, "allow.mjs", nil)})),
-		"http":  build(b, m, spec("bench-http", gatewayconfig.Plugin{Before: true, HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL}})),
+		"stdio": build(b, m, spec("bench-stdio", Spec{Before: true, Stdio: nodePlugin(b, "allow.mjs", nil)})),
+		"http":  build(b, m, spec("bench-http", Spec{Before: true, HTTP: &HTTPSpec{URL: srv.URL}})),
 	}
 }
 
@@ -90,7 +89,7 @@ func BenchmarkBeforeParallel(b *testing.B) {
 func BenchmarkTimeoutOvershoot(b *testing.B) {
 	m := newManager(b, Options{BreakerThreshold: 1 << 30})
 	const timeout = 200 * time.Millisecond
-	hk := build(b, m, spec("bench-sleepy", gatewayconfig.Plugin{Before: true, TimeoutMillis: timeout.Milliseconds(),
+	hk := build(b, m, spec("bench-sleepy", Spec{Before: true, TimeoutMillis: timeout.Milliseconds(),
 		Stdio: nodePlugin(b, "sleepy.mjs", map[string]string{"SLEEP_MS": "5000"})}))
 	ctx := context.Background()
 	// Start the process: node's start-up can itself exceed the timeout.

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
@@ -71,25 +70,24 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// spec is a PluginHook hook for tests: before and after, 2 s timeout, fail closed.
-func spec(name string, p gatewayconfig.Plugin) gatewayconfig.Hook {
+// spec is a PluginHook entry for tests: before and after, 2 s timeout, fail closed.
+func spec(name string, p Spec) Ref {
 	if !p.Before && !p.After {
 		p.Before, p.After = true, true
 	}
 	if p.TimeoutMillis == 0 {
 		p.TimeoutMillis = 2000
 	}
-	return gatewayconfig.Hook{
+	return Ref{
 		Name:   "PluginHook/default/" + name,
-		Kind:   gatewayconfig.KindPluginHook,
 		Policy: hooks.PolicyRef{Kind: "PluginHook", Namespace: "default", Name: name, UID: "uid-" + name},
-		Plugin: &p,
+		Spec:   &p,
 	}
 }
 
 // nodePlugin is a stdio transport running a JavaScript plugin file under node.
-func nodePlugin(t testing.TB, file string, env map[string]string) *gatewayconfig.PluginStdio {
-	return &gatewayconfig.PluginStdio{Command: nodePath(t), Args: []string{testdata(t, file)}, Env: env}
+func nodePlugin(t testing.TB, file string, env map[string]string) *StdioSpec {
+	return &StdioSpec{Command: nodePath(t), Args: []string{testdata(t, file)}, Env: env}
 }
 
 // okTool is a tool that returns "ok".
@@ -97,13 +95,16 @@ func okTool(name string) hooks.Tool {
 	return hooks.ToolFunc{ToolName: name, Func: func(context.Context, map[string]any) (string, error) { return "ok", nil }}
 }
 
-// executor builds the hook list through gatewayconfig.Build, as the gateway
-// does, with the manager as plugin factory.
-func executor(t testing.TB, m *Manager, hs ...gatewayconfig.Hook) *hooks.Executor {
+// executor builds the hook list as the gateway does: each entry validated,
+// then built by the manager, its failure policy from its spec.
+func executor(t testing.TB, m *Manager, rs ...Ref) *hooks.Executor {
 	t.Helper()
-	entries, err := gatewayconfig.Build(&gatewayconfig.Config{Hooks: hs}, gatewayconfig.BuildOptions{Plugins: m.Build})
-	if err != nil {
-		t.Fatal(err)
+	var entries []hooks.Entry
+	for _, r := range rs {
+		if err := Validate(r.Spec); err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, hooks.Entry{Hook: build(t, m, r), Policy: r.Policy, FailOpen: r.Spec.FailOpen})
 	}
 	ex, err := hooks.NewExecutor(entries,
 		[]hooks.Tool{okTool("shell"), okTool("read_file"), okTool("rm"), okTool("slow"), okTool("crash"), okTool("write_file")},
@@ -115,7 +116,7 @@ func executor(t testing.TB, m *Manager, hs ...gatewayconfig.Hook) *hooks.Executo
 }
 
 // build returns the runtime hook of h.
-func build(t testing.TB, m *Manager, h gatewayconfig.Hook) hooks.Hook {
+func build(t testing.TB, m *Manager, h Ref) hooks.Hook {
 	t.Helper()
 	hk, err := m.Build(h)
 	if err != nil {

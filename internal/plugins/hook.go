@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
@@ -25,7 +24,7 @@ type pluginHook struct {
 	after   bool
 	timeout time.Duration
 	// spec is the hook's compiled plugin spec (its tools filter).
-	spec gatewayconfig.Plugin
+	spec Spec
 }
 
 // Name returns the PluginHook's hook name.

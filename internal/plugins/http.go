@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 // httpTransport POSTs each request's JSON envelope to the plugin's URL and
@@ -30,7 +30,7 @@ type httpTransport struct {
 // maxIdleConns bounds the idle keep-alive connections kept per plugin.
 const maxIdleConns = 128
 
-func newHTTPTransport(s *gatewayconfig.PluginHTTP) (*httpTransport, error) {
+func newHTTPTransport(s *HTTPSpec) (*httpTransport, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if s.CABundle != "" {
 		pool := x509.NewCertPool()
@@ -47,7 +47,7 @@ func newHTTPTransport(s *gatewayconfig.PluginHTTP) (*httpTransport, error) {
 		MaxIdleConns:          maxIdleConns,
 		MaxIdleConnsPerHost:   maxIdleConns,
 		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: gatewayconfig.MaxPluginTimeout,
+		ResponseHeaderTimeout: MaxTimeout,
 		ForceAttemptHTTP2:     true,
 	}
 	return &httpTransport{
@@ -131,4 +131,4 @@ var (
 )
 
 // errNoTransport is returned for a plugin spec with no transport.
-var errNoTransport = fmt.Errorf("the plugin has neither an http nor a stdio transport: %w", gatewayconfig.ErrInvalidSpec)
+var errNoTransport = fmt.Errorf("the plugin has neither an http nor a stdio transport: %w", hooks.ErrInvalidSpec)

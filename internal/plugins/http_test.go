@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
@@ -29,7 +28,7 @@ func TestHTTPPluginDecides(t *testing.T) {
 	srv := httptest.NewServer(rs.handler(denyShellHandler))
 	defer srv.Close()
 	m := newManager(t, Options{})
-	h := spec("http-deny-shell", gatewayconfig.Plugin{HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL}})
+	h := spec("http-deny-shell", Spec{HTTP: &HTTPSpec{URL: srv.URL}})
 	ex := executor(t, m, h)
 	res := ex.Execute(context.Background(), newCall("shell", `{"command":"ls"}`))
 	if res.Status != hooks.StatusDenied || res.Denial.Rule != RuleDenied || res.Denial.Reason != "no shell over http" {
@@ -48,20 +47,20 @@ func TestHTTPPluginOverTLSWithACABundle(t *testing.T) {
 	caPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
 	m := newManager(t, Options{})
 
-	trusted := build(t, m, spec("tls", gatewayconfig.Plugin{HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL, CABundle: caPEM}}))
+	trusted := build(t, m, spec("tls", Spec{HTTP: &HTTPSpec{URL: srv.URL, CABundle: caPEM}}))
 	v, err := trusted.Before(context.Background(), newCall("shell", `{}`))
 	if err != nil || v.Allowed || v.Reason != "no shell over http" {
 		t.Fatalf("verdict %+v, error %v; want the plugin's denial over TLS", v, err)
 	}
 
-	untrusted := build(t, m, spec("tls-no-ca", gatewayconfig.Plugin{HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL}}))
+	untrusted := build(t, m, spec("tls-no-ca", Spec{HTTP: &HTTPSpec{URL: srv.URL}}))
 	_, err = untrusted.Before(context.Background(), newCall("shell", `{}`))
 	wantKind(t, err, KindUnavailable)
 	if !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("error %q does not say the certificate is not trusted", err)
 	}
 
-	if _, err := m.Build(spec("bad-ca", gatewayconfig.Plugin{HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL, CABundle: "junk"}})); err == nil {
+	if _, err := m.Build(spec("bad-ca", Spec{HTTP: &HTTPSpec{URL: srv.URL, CABundle: "junk"}})); err == nil {
 		t.Fatal("a CA bundle without a certificate was accepted")
 	}
 }
@@ -78,7 +77,7 @@ func TestHTTPConnectionsAreReused(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 	m := newManager(t, Options{})
-	hk := build(t, m, spec("keepalive", gatewayconfig.Plugin{Before: true, HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL}}))
+	hk := build(t, m, spec("keepalive", Spec{Before: true, HTTP: &HTTPSpec{URL: srv.URL}}))
 	for range 20 {
 		if _, err := hk.Before(context.Background(), newCall("read_file", `{}`)); err != nil {
 			t.Fatal(err)
@@ -122,7 +121,7 @@ func TestHTTPFailureKinds(t *testing.T) {
 			var rs rpcServer
 			srv := httptest.NewServer(rs.handler(tt.handle))
 			defer srv.Close()
-			h := spec("http-"+string(rune('a'+i)), gatewayconfig.Plugin{TimeoutMillis: 200, HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL}})
+			h := spec("http-"+string(rune('a'+i)), Spec{TimeoutMillis: 200, HTTP: &HTTPSpec{URL: srv.URL}})
 			_, err := build(t, m, h).Before(context.Background(), newCall("read_file", `{}`))
 			wantKind(t, err, tt.want)
 			if got := failures(m, h.Name, tt.want); got != 1 {
@@ -133,7 +132,7 @@ func TestHTTPFailureKinds(t *testing.T) {
 	t.Run("a closed port is pluginUnavailable", func(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		srv.Close()
-		_, err := build(t, m, spec("http-closed", gatewayconfig.Plugin{HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL}})).
+		_, err := build(t, m, spec("http-closed", Spec{HTTP: &HTTPSpec{URL: srv.URL}})).
 			Before(context.Background(), newCall("read_file", `{}`))
 		wantKind(t, err, KindUnavailable)
 	})
@@ -170,7 +169,7 @@ func TestCircuitBreakerOpensAndHalfOpens(t *testing.T) {
 	defer srv.Close()
 	clk := &clock{now: time.Unix(1000, 0)}
 	m := newManager(t, Options{BreakerThreshold: 3, BreakerCooldown: 10 * time.Second, Now: clk.Now})
-	h := spec("flaky", gatewayconfig.Plugin{Before: true, HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL}})
+	h := spec("flaky", Spec{Before: true, HTTP: &HTTPSpec{URL: srv.URL}})
 	hk := build(t, m, h)
 	call := func() error {
 		_, err := hk.Before(context.Background(), newCall("read_file", `{}`))
@@ -216,16 +215,16 @@ func TestCircuitOpenAppliesTheFailurePolicyAtOnce(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
 	m := newManager(t, Options{BreakerThreshold: 1, BreakerCooldown: time.Hour})
-	open := spec("open-ignore", gatewayconfig.Plugin{Before: true, FailOpen: true, HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL}})
-	closed := spec("open-fail", gatewayconfig.Plugin{Before: true, HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL + "/x"}})
-	for _, h := range []gatewayconfig.Hook{open, closed} {
+	open := spec("open-ignore", Spec{Before: true, FailOpen: true, HTTP: &HTTPSpec{URL: srv.URL}})
+	closed := spec("open-fail", Spec{Before: true, HTTP: &HTTPSpec{URL: srv.URL + "/x"}})
+	for _, h := range []Ref{open, closed} {
 		ex := executor(t, m, h)
 		_ = ex.Execute(context.Background(), newCall("read_file", `{}`)) // opens the circuit
 		res := ex.Execute(context.Background(), newCall("read_file", `{}`))
-		if h.Plugin.FailOpen && res.Status != hooks.StatusSucceeded {
+		if h.Spec.FailOpen && res.Status != hooks.StatusSucceeded {
 			t.Errorf("%s: %s %+v; want succeeded", h.Name, res.Status, res.Denial)
 		}
-		if !h.Plugin.FailOpen && (res.Status != hooks.StatusDenied || !strings.Contains(res.Denial.Reason, string(KindCircuitOpen))) {
+		if !h.Spec.FailOpen && (res.Status != hooks.StatusDenied || !strings.Contains(res.Denial.Reason, string(KindCircuitOpen))) {
 			t.Errorf("%s: %s %+v; want denied as circuitOpen", h.Name, res.Status, res.Denial)
 		}
 	}
@@ -243,7 +242,7 @@ func TestAfterQueueOverflowIsCounted(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 	m := newManager(t, Options{AfterQueueSize: 2})
-	h := spec("slow-after", gatewayconfig.Plugin{After: true, TimeoutMillis: 30000, HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL}})
+	h := spec("slow-after", Spec{After: true, TimeoutMillis: 30000, HTTP: &HTTPSpec{URL: srv.URL}})
 	hk := build(t, m, h)
 	res := &hooks.Result{Status: hooks.StatusSucceeded, Output: "ok", Duration: time.Millisecond}
 	hk.After(context.Background(), newCall("read_file", `{}`), res)
@@ -265,7 +264,7 @@ func TestToolFilter(t *testing.T) {
 	srv := httptest.NewServer(rs.handler(func(http.ResponseWriter, *request) any { return false }))
 	defer srv.Close()
 	m := newManager(t, Options{})
-	h := spec("filtered", gatewayconfig.Plugin{Tools: []string{"shell", "write_*"}, HTTP: &gatewayconfig.PluginHTTP{URL: srv.URL}})
+	h := spec("filtered", Spec{Tools: []string{"shell", "write_*"}, HTTP: &HTTPSpec{URL: srv.URL}})
 	ex := executor(t, m, h)
 	tests := []struct {
 		tool   string

@@ -1,11 +1,11 @@
-// Package plugins is the gateway's PluginHook runtime (SPEC A2 "Plugin bridge
-// hook", B11): it runs plugins over the seed's stdio protocol (with a Node.js
-// bridge for seed-style JavaScript plugins) or over HTTP, applies each
+// Package plugins is the PluginHook kind: its spec (Spec, Validate) and the
+// gateway's plugin runtime. It runs plugins over the stdio JSON-RPC protocol
+// (with a Node.js bridge for JavaScript plugins) or over HTTP, applies each
 // plugin's timeout, failure policy and tool filter, guards it with a circuit
 // breaker, and delivers after-phase events through a bounded queue that never
 // delays a tool call.
 //
-// A Manager is the gatewayconfig.PluginFactory (pass m.Build). Build is called
+// A Manager builds the hooks of PluginHook entries (Build). Build is called
 // on every configuration push, so plugins are shared across pushes: a plugin is
 // keyed by its policy's UID (or hook name) and a hash of its transport, and a
 // push that keeps them reuses the running process or HTTP client. Timeout,
@@ -16,7 +16,8 @@
 //
 // JavaScript plugins: a stdio transport whose command is node and whose first
 // argument is a .js, .mjs or .cjs file runs that file through the embedded
-// bridge (see Argv and js/bridge.mjs), so a seed plugin file runs unchanged:
+// bridge (see Argv and js/bridge.mjs), so a plugin file written for the
+// bridge's hook API runs unchanged:
 //
 //	stdio: {command: node, args: ["/plugins/deny-shell.mjs"]}
 package plugins
@@ -37,7 +38,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
@@ -154,18 +154,14 @@ func New(opts Options) (*Manager, error) {
 	return &Manager{opts: opts, log: opts.Logger, m: m, plugins: map[string]*plugin{}, byName: map[string]*plugin{}}, nil
 }
 
-// Build is the gatewayconfig.PluginFactory: it returns the runtime hook of a
-// PluginHook entry, starting its plugin or reusing the running one. An error
-// (no plugin spec, an unusable CA bundle) makes gatewayconfig.Build deny
-// with the policy unenforceable.
-func (m *Manager) Build(h gatewayconfig.Hook) (hooks.Hook, error) {
-	if h.Plugin == nil {
-		return nil, fmt.Errorf("hook %s has no plugin spec: %w", h.Name, gatewayconfig.ErrInvalidSpec)
+// Build returns the runtime hook of a PluginHook entry, starting its plugin
+// or reusing the running one. An error (an unusable CA bundle, say) makes the
+// entry deny as unenforceable. r.Spec must have passed Validate.
+func (m *Manager) Build(r Ref) (hooks.Hook, error) {
+	if r.Spec == nil {
+		return nil, fmt.Errorf("hook %s has no plugin spec: %w", r.Name, hooks.ErrInvalidSpec)
 	}
-	if err := h.Validate(); err != nil {
-		return nil, err
-	}
-	key := pluginKey(h)
+	key := pluginKey(r)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -174,16 +170,15 @@ func (m *Manager) Build(h gatewayconfig.Hook) (hooks.Hook, error) {
 	p := m.plugins[key]
 	if p == nil {
 		var err error
-		if p, err = m.newPlugin(h, key); err != nil {
-			return nil, fmt.Errorf("plugin %s: %w", h.Name, err)
+		if p, err = m.newPlugin(r, key); err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", r.Name, err)
 		}
 		m.plugins[key] = p
 	}
 	p.refs++
-	m.byName[h.Name] = p
-	// Validate guarantees a timeout in (0, 30s].
-	hk := &pluginHook{p: p, name: h.Name, before: h.Plugin.Before, after: h.Plugin.After, timeout: h.Plugin.Timeout(),
-		spec: *h.Plugin}
+	m.byName[r.Name] = p
+	hk := &pluginHook{p: p, name: r.Name, before: r.Spec.Before, after: r.Spec.After, timeout: r.Spec.Timeout(),
+		spec: *r.Spec}
 	runtime.AddCleanup(hk, m.release, p)
 	return hk, nil
 }
@@ -201,14 +196,15 @@ func (m *Manager) release(p *plugin) {
 	m.removeLocked(p)
 }
 
-// Retain stops the plugins cfg does not have (by policy and transport), for a
-// gateway to call after cfg was applied. Calls still running on hooks of an
-// earlier configuration fail with pluginUnavailable.
-func (m *Manager) Retain(cfg *gatewayconfig.Config) {
+// Retain stops the plugins not in live (by policy and transport), for a
+// gateway to call after a configuration was applied with the PluginHook
+// entries it holds. Calls still running on hooks of an earlier configuration
+// fail with pluginUnavailable.
+func (m *Manager) Retain(live []Ref) {
 	keep := map[string]bool{}
-	for _, h := range cfg.Hooks {
-		if h.Kind == gatewayconfig.KindPluginHook && h.Plugin != nil {
-			keep[pluginKey(h)] = true
+	for _, r := range live {
+		if r.Spec != nil {
+			keep[pluginKey(r)] = true
 		}
 	}
 	m.mu.Lock()
@@ -266,15 +262,15 @@ func (m *Manager) Close() {
 }
 
 // pluginKey identifies a plugin across configurations: its policy and transport.
-func pluginKey(h gatewayconfig.Hook) string {
-	id := h.Policy.UID
+func pluginKey(r Ref) string {
+	id := r.Policy.UID
 	if id == "" {
-		id = h.Name
+		id = r.Name
 	}
 	b, err := json.Marshal(struct {
-		HTTP  *gatewayconfig.PluginHTTP  `json:"http,omitempty"`
-		Stdio *gatewayconfig.PluginStdio `json:"stdio,omitempty"`
-	}{h.Plugin.HTTP, h.Plugin.Stdio})
+		HTTP  *HTTPSpec  `json:"http,omitempty"`
+		Stdio *StdioSpec `json:"stdio,omitempty"`
+	}{r.Spec.HTTP, r.Spec.Stdio})
 	if err != nil { // plain data types: cannot happen
 		panic(fmt.Sprintf("marshal plugin transport: %v", err))
 	}
@@ -303,17 +299,17 @@ type afterEvent struct {
 	timeout time.Duration
 }
 
-func (m *Manager) newPlugin(h gatewayconfig.Hook, key string) (*plugin, error) {
+func (m *Manager) newPlugin(r Ref, key string) (*plugin, error) {
 	var tr transport
 	switch {
-	case h.Plugin.HTTP != nil:
-		t, err := newHTTPTransport(h.Plugin.HTTP)
+	case r.Spec.HTTP != nil:
+		t, err := newHTTPTransport(r.Spec.HTTP)
 		if err != nil {
 			return nil, err
 		}
 		tr = t
-	case h.Plugin.Stdio != nil:
-		tr = newStdioTransport(h.Name, h.Plugin.Stdio, restartPolicy{
+	case r.Spec.Stdio != nil:
+		tr = newStdioTransport(r.Name, r.Spec.Stdio, restartPolicy{
 			maxRestarts: m.opts.MaxRestarts,
 			maxTimeouts: m.opts.MaxTimeouts,
 			backoff:     m.opts.RestartBackoff,
@@ -325,7 +321,7 @@ func (m *Manager) newPlugin(h gatewayconfig.Hook, key string) (*plugin, error) {
 		return nil, errNoTransport
 	}
 	p := &plugin{
-		key: key, name: h.Name, tr: tr, m: m.m, log: m.log,
+		key: key, name: r.Name, tr: tr, m: m.m, log: m.log,
 		br:       newBreaker(m.opts.BreakerThreshold, m.opts.BreakerCooldown, m.opts.Now),
 		logLimit: rate.NewLimiter(1, 5),
 		after:    make(chan afterEvent, m.opts.AfterQueueSize),

@@ -4,8 +4,6 @@ import (
 	"context"
 	"runtime"
 	"testing"
-
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 )
 
 // stdioOf returns the stdio transport of the plugin behind a hook.
@@ -30,7 +28,7 @@ func (m *Manager) count() int {
 
 func TestPluginsAreReusedAcrossPushes(t *testing.T) {
 	m := newManager(t, Options{})
-	h := spec("reused", gatewayconfig.Plugin{Stdio: nodePlugin(t, "allow.mjs", nil)})
+	h := spec("reused", Spec{Stdio: nodePlugin(t, "allow.mjs", nil)})
 	first := build(t, m, h)
 	if _, err := first.Before(context.Background(), newCall("read_file", `{}`)); err != nil {
 		t.Fatal(err)
@@ -39,9 +37,9 @@ func TestPluginsAreReusedAcrossPushes(t *testing.T) {
 
 	// A push that changes only the timeout, tools and failure policy keeps the process.
 	h2 := h
-	p2 := *h.Plugin
+	p2 := *h.Spec
 	p2.TimeoutMillis, p2.FailOpen, p2.Tools = 100, true, []string{"shell"}
-	h2.Plugin = &p2
+	h2.Spec = &p2
 	second := build(t, m, h2)
 	if got := stdioOf(t, second).cur.Load(); got != proc {
 		t.Fatal("an unchanged transport started a new process")
@@ -49,14 +47,14 @@ func TestPluginsAreReusedAcrossPushes(t *testing.T) {
 
 	// A changed transport is a new plugin; Retain with the new configuration stops the old one.
 	h3 := h
-	p3 := *h.Plugin
-	p3.Stdio = &gatewayconfig.PluginStdio{Command: p3.Stdio.Command, Args: p3.Stdio.Args, Env: map[string]string{"X": "1"}}
-	h3.Plugin = &p3
+	p3 := *h.Spec
+	p3.Stdio = &StdioSpec{Command: p3.Stdio.Command, Args: p3.Stdio.Args, Env: map[string]string{"X": "1"}}
+	h3.Spec = &p3
 	third := build(t, m, h3)
 	if stdioOf(t, third).cur.Load() == proc {
 		t.Fatal("a changed transport reused the old process")
 	}
-	m.Retain(&gatewayconfig.Config{Hooks: []gatewayconfig.Hook{h3}})
+	m.Retain([]Ref{h3})
 	m.stops.Wait()
 	select {
 	case <-proc.done:
@@ -78,7 +76,7 @@ func TestPluginsAreReusedAcrossPushes(t *testing.T) {
 
 func TestUnreferencedPluginsStop(t *testing.T) {
 	m := newManager(t, Options{})
-	h := spec("dropped", gatewayconfig.Plugin{Stdio: nodePlugin(t, "allow.mjs", nil)})
+	h := spec("dropped", Spec{Stdio: nodePlugin(t, "allow.mjs", nil)})
 	hk := build(t, m, h)
 	proc := stdioOf(t, hk).cur.Load()
 	hk = nil //nolint:ineffassign,wastedassign // drop the only reference
@@ -96,11 +94,11 @@ func TestClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hk := build(t, m, spec("closed", gatewayconfig.Plugin{Stdio: nodePlugin(t, "allow.mjs", nil)}))
+	hk := build(t, m, spec("closed", Spec{Stdio: nodePlugin(t, "allow.mjs", nil)}))
 	proc := stdioOf(t, hk).cur.Load()
 	m.Close()
 	<-proc.done
-	if _, err := m.Build(spec("late", gatewayconfig.Plugin{Stdio: nodePlugin(t, "allow.mjs", nil)})); err == nil {
+	if _, err := m.Build(spec("late", Spec{Stdio: nodePlugin(t, "allow.mjs", nil)})); err == nil {
 		t.Fatal("Build after Close succeeded")
 	}
 	_, err = hk.Before(context.Background(), newCall("read_file", `{}`))

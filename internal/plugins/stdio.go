@@ -22,8 +22,6 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 )
 
 // bridgeSource is the Node.js bridge that runs seed-style JavaScript plugins.
@@ -55,7 +53,7 @@ const (
 //	node --input-type=module -e <bridge> -- <plugin file> [args...]
 //
 // unless env sets ProtocolEnv to "raw". Any other command runs as given.
-func Argv(s *gatewayconfig.PluginStdio) []string {
+func Argv(s *StdioSpec) []string {
 	argv := append([]string{s.Command}, s.Args...)
 	if !isNodeScript(s) {
 		return argv
@@ -63,7 +61,7 @@ func Argv(s *gatewayconfig.PluginStdio) []string {
 	return append([]string{s.Command, "--input-type=module", "-e", bridgeSource, "--"}, s.Args...)
 }
 
-func isNodeScript(s *gatewayconfig.PluginStdio) bool {
+func isNodeScript(s *StdioSpec) bool {
 	base := filepath.Base(s.Command)
 	if (base != "node" && base != "nodejs") || len(s.Args) == 0 || s.Env[ProtocolEnv] == "raw" {
 		return false
@@ -132,7 +130,7 @@ type stdioTransport struct {
 	timer     *time.Timer
 }
 
-func newStdioTransport(name string, s *gatewayconfig.PluginStdio, policy restartPolicy, log *slog.Logger, m *metrics,
+func newStdioTransport(name string, s *StdioSpec, policy restartPolicy, log *slog.Logger, m *metrics,
 	now func() time.Time) *stdioTransport {
 	t := &stdioTransport{name: name, argv: Argv(s), env: environ(s.Env), policy: policy, log: log, m: m, now: now}
 	t.mu.Lock()

@@ -9,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 func TestSeedPluginDeniesShellAndRecordsAfterEvents(t *testing.T) {
 	m := newManager(t, Options{})
 	afterLog := filepath.Join(t.TempDir(), "after.jsonl")
-	h := spec("deny-shell", gatewayconfig.Plugin{Stdio: nodePlugin(t, "deny-shell.mjs", map[string]string{"AFTER_LOG": afterLog})})
+	h := spec("deny-shell", Spec{Stdio: nodePlugin(t, "deny-shell.mjs", map[string]string{"AFTER_LOG": afterLog})})
 	ex := executor(t, m, h)
 	ctx := context.Background()
 
@@ -58,7 +57,7 @@ func TestSeedPluginDeniesShellAndRecordsAfterEvents(t *testing.T) {
 func TestWildcardPluginReceivesBothEvents(t *testing.T) {
 	m := newManager(t, Options{})
 	eventLog := filepath.Join(t.TempDir(), "events.log")
-	h := spec("wildcard", gatewayconfig.Plugin{Stdio: nodePlugin(t, "wildcard.cjs", map[string]string{"EVENT_LOG": eventLog})})
+	h := spec("wildcard", Spec{Stdio: nodePlugin(t, "wildcard.cjs", map[string]string{"EVENT_LOG": eventLog})})
 	ex := executor(t, m, h)
 
 	if res := ex.Execute(context.Background(), newCall("read_file", `{}`)); res.Status != hooks.StatusSucceeded {
@@ -79,7 +78,7 @@ func TestSubscriptionsFollowTheSpec(t *testing.T) {
 	m := newManager(t, Options{})
 	eventLog := filepath.Join(t.TempDir(), "events.log")
 	// Subscribed to tool:after only: the plugin's tool:* handler would deny rm, but is never asked.
-	h := spec("after-only", gatewayconfig.Plugin{After: true,
+	h := spec("after-only", Spec{After: true,
 		Stdio: nodePlugin(t, "wildcard.cjs", map[string]string{"EVENT_LOG": eventLog})})
 	ex := executor(t, m, h)
 	if res := ex.Execute(context.Background(), newCall("rm", `{}`)); res.Status != hooks.StatusSucceeded {
@@ -96,7 +95,7 @@ func TestTimeoutAppliesTheFailurePolicy(t *testing.T) {
 		name := map[bool]string{false: "Fail", true: "Ignore"}[failOpen]
 		t.Run("failurePolicy "+name, func(t *testing.T) {
 			m := newManager(t, Options{})
-			h := spec("sleepy-"+strings.ToLower(name), gatewayconfig.Plugin{TimeoutMillis: 300, FailOpen: failOpen,
+			h := spec("sleepy-"+strings.ToLower(name), Spec{TimeoutMillis: 300, FailOpen: failOpen,
 				Stdio: nodePlugin(t, "sleepy.mjs", map[string]string{"SLEEP_MS": "1000"})})
 			ex := executor(t, m, h)
 			// Fast calls first, until the process is up, so the timing below is the plugin's.
@@ -130,7 +129,7 @@ func TestTimeoutAppliesTheFailurePolicy(t *testing.T) {
 func TestCrashedPluginIsRestarted(t *testing.T) {
 	m := newManager(t, Options{RestartBackoff: 20 * time.Millisecond})
 	startLog := filepath.Join(t.TempDir(), "starts.log")
-	h := spec("crashy", gatewayconfig.Plugin{Stdio: nodePlugin(t, "crashy.mjs", map[string]string{"START_LOG": startLog})})
+	h := spec("crashy", Spec{Stdio: nodePlugin(t, "crashy.mjs", map[string]string{"START_LOG": startLog})})
 	hk := build(t, m, h)
 	ctx := context.Background()
 	if _, err := hk.Before(ctx, newCall("read_file", `{}`)); err != nil {
@@ -155,7 +154,7 @@ func TestCrashedPluginIsRestarted(t *testing.T) {
 
 func TestPluginThatNeverStartsGivesUp(t *testing.T) {
 	m := newManager(t, Options{RestartBackoff: time.Millisecond, MaxRestarts: 2, GiveUpDelay: time.Hour})
-	h := spec("missing", gatewayconfig.Plugin{Stdio: &gatewayconfig.PluginStdio{Command: "/nonexistent/plugin"}})
+	h := spec("missing", Spec{Stdio: &StdioSpec{Command: "/nonexistent/plugin"}})
 	hk := build(t, m, h)
 	eventually(t, "the restarts are exhausted", func() bool {
 		return counter(m.m.restarts.WithLabelValues(h.Name)) == 2
@@ -177,7 +176,7 @@ func TestMalformedReplies(t *testing.T) {
 	m := newManager(t, Options{})
 	for _, tt := range tests {
 		t.Run("a plugin replying "+tt.mode, func(t *testing.T) {
-			h := spec("raw-"+tt.mode, gatewayconfig.Plugin{Stdio: nodePlugin(t, "raw.mjs",
+			h := spec("raw-"+tt.mode, Spec{Stdio: nodePlugin(t, "raw.mjs",
 				map[string]string{ProtocolEnv: "raw", "MODE": tt.mode})})
 			v, err := build(t, m, h).Before(context.Background(), newCall("read_file", `{}`))
 			if tt.want == "" {
@@ -196,7 +195,7 @@ func TestMalformedReplies(t *testing.T) {
 
 func TestOutOfOrderRepliesAreMatchedByID(t *testing.T) {
 	m := newManager(t, Options{})
-	h := spec("sleepy-concurrent", gatewayconfig.Plugin{TimeoutMillis: 10000,
+	h := spec("sleepy-concurrent", Spec{TimeoutMillis: 10000,
 		Stdio: nodePlugin(t, "sleepy.mjs", map[string]string{"SLEEP_MS": "1000"})})
 	hk := build(t, m, h)
 	slow := make(chan error, 1)
@@ -223,16 +222,16 @@ func TestOutOfOrderRepliesAreMatchedByID(t *testing.T) {
 func TestArgv(t *testing.T) {
 	tests := []struct {
 		name   string
-		spec   gatewayconfig.PluginStdio
+		spec   StdioSpec
 		bridge bool
 	}{
-		{"an .mjs file under node runs through the bridge", gatewayconfig.PluginStdio{Command: "node", Args: []string{"/p/a.mjs"}}, true},
+		{"an .mjs file under node runs through the bridge", StdioSpec{Command: "node", Args: []string{"/p/a.mjs"}}, true},
 		{"a .cjs file under /usr/bin/nodejs runs through the bridge",
-			gatewayconfig.PluginStdio{Command: "/usr/bin/nodejs", Args: []string{"a.CJS", "x"}}, true},
+			StdioSpec{Command: "/usr/bin/nodejs", Args: []string{"a.CJS", "x"}}, true},
 		{"a raw-protocol script runs as given",
-			gatewayconfig.PluginStdio{Command: "node", Args: []string{"a.js"}, Env: map[string]string{ProtocolEnv: "raw"}}, false},
-		{"node with an option first runs as given", gatewayconfig.PluginStdio{Command: "node", Args: []string{"--no-warnings", "a.js"}}, false},
-		{"another command runs as given", gatewayconfig.PluginStdio{Command: "python3", Args: []string{"a.js"}}, false},
+			StdioSpec{Command: "node", Args: []string{"a.js"}, Env: map[string]string{ProtocolEnv: "raw"}}, false},
+		{"node with an option first runs as given", StdioSpec{Command: "node", Args: []string{"--no-warnings", "a.js"}}, false},
+		{"another command runs as given", StdioSpec{Command: "python3", Args: []string{"a.js"}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

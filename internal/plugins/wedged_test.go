@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 )
 
 // A plugin whose event loop is stuck in a busy loop is killed (its whole
@@ -16,7 +14,7 @@ import (
 func TestWedgedPluginIsKilledAndRestarted(t *testing.T) {
 	m := newManager(t, Options{RestartBackoff: 20 * time.Millisecond, MaxTimeouts: 2})
 	pids := filepath.Join(t.TempDir(), "pids.log")
-	h := spec("wedged", gatewayconfig.Plugin{TimeoutMillis: 200, Stdio: nodePlugin(t, "wedged.mjs", map[string]string{"PID_LOG": pids})})
+	h := spec("wedged", Spec{TimeoutMillis: 200, Stdio: nodePlugin(t, "wedged.mjs", map[string]string{"PID_LOG": pids})})
 	hk := build(t, m, h)
 	ctx := context.Background()
 	eventually(t, "the plugin answers", func() bool { // the first start may take longer than the timeout

@@ -62,6 +62,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -70,16 +71,6 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
-)
-
-// Sentinel errors returned (wrapped) by New, for mapping to status reasons.
-var (
-	// ErrInvalidGlob is wrapped by New for a malformed glob pattern.
-	ErrInvalidGlob = errors.New("invalid glob")
-	// ErrInvalidPath is wrapped by New for a missing, relative or unusable workspace root.
-	ErrInvalidPath = errors.New("invalid path")
-	// ErrInvalidMode is wrapped by New for an unknown mode.
-	ErrInvalidMode = errors.New("invalid mode")
 )
 
 // Rule names reported in verdicts.
@@ -105,37 +96,42 @@ const (
 // DefaultName is the hook name used when Config.Name is empty.
 const DefaultName = "autonomy"
 
-// Config is an Autonomy hook's configuration.
+// Config is an AutonomyPolicy's compiled spec: what the controller pushes to
+// gateways (as JSON) and what the hook is built from.
 type Config struct {
-	// Name is the hook name reported in denials (DefaultName when empty).
-	Name string
+	// Name is the hook name reported in denials (DefaultName when empty); it
+	// is the entry's name, not part of the spec.
+	Name string `json:"-"`
 	// Mode is full, supervised or readonly (case-insensitive; empty = full).
-	Mode string
-	// WorkspaceRoot is the absolute workspace directory; relative paths resolve
-	// against it. Required when WorkspaceOnly, ForbiddenPathGlobs or AllowShell is set.
-	WorkspaceRoot string
+	Mode string `json:"mode,omitempty"`
+	// WorkspaceRoot is the absolute workspace directory; relative paths
+	// resolve against it. Required by New when WorkspaceOnly,
+	// ForbiddenPathGlobs or AllowShell is set. In a pushed spec it is
+	// optional: Build uses the gateway's workspace, and a root that names
+	// another directory makes the policy unenforceable there.
+	WorkspaceRoot string `json:"workspaceRoot,omitempty"`
 	// WorkspaceOnly requires every path to resolve inside the workspace.
-	WorkspaceOnly bool
+	WorkspaceOnly bool `json:"workspaceOnly,omitempty"`
 	// ForbiddenPathGlobs are doublestar patterns no path may match.
-	ForbiddenPathGlobs []string
+	ForbiddenPathGlobs []string `json:"forbiddenPathGlobs,omitempty"`
 	// AllowShell enables the shell tools.
-	AllowShell bool
+	AllowShell bool `json:"allowShell,omitempty"`
 	// AllowedShellCommands are command patterns (see the package doc); ["*"]
 	// allows every command, empty allows none.
-	AllowedShellCommands []string
-	// ToolAllow are doublestar patterns of allowed tool names; empty allows all.
-	ToolAllow []string
-	// ToolDeny are doublestar patterns of denied tool names (case-insensitive); deny wins.
-	ToolDeny []string
-	// ReadOnlyTools are extra tool names treated as read-only in readonly mode.
-	ReadOnlyTools []string
-	// PathArgs are extra path-bearing argument names per tool (they extend
-	// pathguard.DefaultPathKeys).
-	PathArgs map[string][]string
+	AllowedShellCommands []string `json:"allowedShellCommands,omitempty"`
 	// ShellDialects are the shell languages every command is read in
 	// ("bash", "posix"); empty means both. A command is denied when any
 	// reading breaks the policy or cannot be parsed.
-	ShellDialects []string
+	ShellDialects []string `json:"shellDialects,omitempty"`
+	// ToolAllow are doublestar patterns of allowed tool names; empty allows all.
+	ToolAllow []string `json:"toolAllow,omitempty"`
+	// ToolDeny are doublestar patterns of denied tool names (case-insensitive); deny wins.
+	ToolDeny []string `json:"toolDeny,omitempty"`
+	// ReadOnlyTools are extra tool names treated as read-only in readonly mode.
+	ReadOnlyTools []string `json:"readOnlyTools,omitempty"`
+	// PathArgs are extra path-bearing argument names per tool (they extend
+	// pathguard.DefaultPathKeys).
+	PathArgs map[string][]string `json:"pathArgs,omitempty"`
 }
 
 // Hook is the Autonomy hook. It is immutable after New and safe for concurrent use.
@@ -145,7 +141,8 @@ type Hook struct {
 	workspaceOnly bool
 	allowShell    bool
 	allowAll      bool
-	res           *pathguard.Resolver
+	res           *pathguard.Resolver // nil when no workspace root is configured
+	root, real    string              // the workspace root and its real path ("" without one)
 	forbidden     []forbiddenGlob
 	shellAllow    []string
 	toolAllow     []string
@@ -154,6 +151,7 @@ type Hook struct {
 	pathArgs      map[string][]string
 	fold          bool
 	dialects      shellcheck.Dialect
+	names         []string // exact tool names the configuration names
 }
 
 type forbiddenGlob struct {
@@ -241,10 +239,51 @@ func requiredLiteral(g string) string {
 
 var _ hooks.Hook = (*Hook)(nil)
 
-// New validates cfg and returns the hook. Errors wrap ErrInvalidGlob,
-// ErrInvalidPath or ErrInvalidMode and name the offending value.
+// New validates cfg and returns the hook; it opens the workspace root.
+// Errors wrap hooks.ErrInvalidGlob, hooks.ErrInvalidPath or
+// hooks.ErrInvalidSpec and name the offending value.
 func New(cfg Config) (*Hook, error) {
-	h := &Hook{name: cfg.Name, workspaceOnly: cfg.WorkspaceOnly, allowShell: cfg.AllowShell}
+	h := &Hook{}
+	if cfg.WorkspaceRoot != "" || needsRoot(cfg) {
+		if err := checkRoot(cfg.WorkspaceRoot); err != nil {
+			return nil, err
+		}
+		r, err := pathguard.NewResolver(cfg.WorkspaceRoot)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", hooks.ErrInvalidPath, err)
+		}
+		h.res = r
+		h.root, h.real, h.fold = r.Root, r.Real, r.CaseInsensitive
+	}
+	if err := h.compile(cfg); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// needsRoot reports whether cfg checks paths or shell commands, which resolve
+// against a workspace root.
+func needsRoot(cfg Config) bool {
+	return cfg.WorkspaceOnly || len(cfg.ForbiddenPathGlobs) > 0 || cfg.AllowShell
+}
+
+// checkRoot checks a workspace root without touching the file system.
+func checkRoot(root string) error {
+	switch {
+	case root == "":
+		return fmt.Errorf("%w: workspace root is required for workspace-only, forbidden paths or shell", hooks.ErrInvalidPath)
+	case strings.IndexByte(root, 0) >= 0:
+		return fmt.Errorf("%w: workspace root contains a NUL byte", hooks.ErrInvalidPath)
+	case !filepath.IsAbs(root):
+		return fmt.Errorf("%w: workspace root %q is not an absolute path", hooks.ErrInvalidPath, root)
+	}
+	return nil
+}
+
+// compile fills h from cfg. It touches no file system: the workspace root,
+// when there is one, is h.root (and its real path h.real) already.
+func (h *Hook) compile(cfg Config) error {
+	h.name, h.workspaceOnly, h.allowShell = cfg.Name, cfg.WorkspaceOnly, cfg.AllowShell
 	if h.name == "" {
 		h.name = DefaultName
 	}
@@ -253,46 +292,37 @@ func New(cfg Config) (*Hook, error) {
 	case ModeReadOnly:
 		h.readOnly = true
 	default:
-		return nil, fmt.Errorf("mode %q (want full, supervised or readonly): %w", cfg.Mode, ErrInvalidMode)
-	}
-	needRoot := cfg.WorkspaceOnly || len(cfg.ForbiddenPathGlobs) > 0 || cfg.AllowShell
-	if cfg.WorkspaceRoot != "" || needRoot {
-		r, err := pathguard.NewResolver(cfg.WorkspaceRoot)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidPath, err)
-		}
-		h.res = r
-		h.fold = r.CaseInsensitive
+		return fmt.Errorf("mode %q (want full, supervised or readonly): %w", cfg.Mode, hooks.ErrInvalidSpec)
 	}
 	for _, p := range cfg.ToolAllow {
 		if !doublestar.ValidatePattern(p) {
-			return nil, fmt.Errorf("toolAllow pattern %q: %w", p, ErrInvalidGlob)
+			return fmt.Errorf("toolAllow pattern %q: %w", p, hooks.ErrInvalidGlob)
 		}
 		h.toolAllow = append(h.toolAllow, p)
 	}
 	for _, p := range cfg.ToolDeny {
 		if !doublestar.ValidatePattern(p) {
-			return nil, fmt.Errorf("toolDeny pattern %q: %w", p, ErrInvalidGlob)
+			return fmt.Errorf("toolDeny pattern %q: %w", p, hooks.ErrInvalidGlob)
 		}
 		h.toolDeny = append(h.toolDeny, strings.ToLower(p))
 	}
 	for _, p := range cfg.ForbiddenPathGlobs {
 		g, err := h.compileForbidden(p)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		h.forbidden = append(h.forbidden, g)
 	}
 	for _, p := range cfg.AllowedShellCommands {
 		if strings.HasSuffix(strings.ReplaceAll(p, `\\`, ""), `\`) {
-			return nil, fmt.Errorf("allowedShellCommands pattern %q ends with a lone backslash: %w", p, ErrInvalidGlob)
+			return fmt.Errorf("allowedShellCommands pattern %q ends with a lone backslash: %w", p, hooks.ErrInvalidGlob)
 		}
 		h.shellAllow = append(h.shellAllow, p)
 	}
 	for _, d := range cfg.ShellDialects {
 		one, err := shellcheck.ParseDialect(d)
 		if err != nil {
-			return nil, fmt.Errorf("shell dialects: %w: %w", ErrInvalidMode, err)
+			return fmt.Errorf("shell dialects: %w: %w", hooks.ErrInvalidSpec, err)
 		}
 		h.dialects |= one
 	}
@@ -312,14 +342,34 @@ func New(cfg Config) (*Hook, error) {
 			h.pathArgs[strings.ToLower(t)] = append([]string(nil), keys...)
 		}
 	}
-	return h, nil
+	h.names = exactNames(cfg)
+	return nil
+}
+
+// exactNames are the tool names (not globs) cfg names.
+func exactNames(cfg Config) []string {
+	var out []string
+	add := func(names ...string) {
+		for _, n := range names {
+			if n != "" && !strings.ContainsAny(n, `*?[]{}\`) {
+				out = append(out, n)
+			}
+		}
+	}
+	add(cfg.ToolAllow...)
+	add(cfg.ToolDeny...)
+	add(cfg.ReadOnlyTools...)
+	for t := range cfg.PathArgs {
+		add(t)
+	}
+	return out
 }
 
 // compileForbidden turns one configured pattern into the absolute patterns
 // matched against paths (see the package doc).
 func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
 	if p == "" || strings.IndexByte(p, 0) >= 0 || !doublestar.ValidatePattern(p) {
-		return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, ErrInvalidGlob)
+		return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, hooks.ErrInvalidGlob)
 	}
 	trimmed := strings.TrimSuffix(p, "/")
 	if trimmed == "" {
@@ -329,9 +379,9 @@ func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
 	switch {
 	case strings.HasPrefix(trimmed, "/"):
 		forms = append(forms, trimmed)
-		if h.res != nil && h.res.Root != h.res.Real {
-			if rel, ok := strings.CutPrefix(trimmed, h.res.Root+"/"); ok {
-				forms = append(forms, escapeGlob(h.res.Real)+"/"+rel)
+		if h.root != "" && h.root != h.real {
+			if rel, ok := strings.CutPrefix(trimmed, h.root+"/"); ok {
+				forms = append(forms, escapeGlob(h.real)+"/"+rel)
 			}
 		}
 	case strings.HasPrefix(trimmed, "**"):
@@ -339,12 +389,12 @@ func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
 	case !strings.Contains(trimmed, "/"):
 		forms = append(forms, "**/"+trimmed)
 	default:
-		if h.res == nil {
-			return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q is relative but no workspace root is set: %w", p, ErrInvalidPath)
+		if h.root == "" {
+			return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q is relative but no workspace root is set: %w", p, hooks.ErrInvalidPath)
 		}
-		forms = append(forms, escapeGlob(h.res.Root)+"/"+trimmed)
-		if h.res.Real != h.res.Root {
-			forms = append(forms, escapeGlob(h.res.Real)+"/"+trimmed)
+		forms = append(forms, escapeGlob(h.root)+"/"+trimmed)
+		if h.real != h.root {
+			forms = append(forms, escapeGlob(h.real)+"/"+trimmed)
 		}
 	}
 	var all []compiledForm
@@ -364,7 +414,7 @@ func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
 		}
 		for _, v := range variants {
 			if !doublestar.ValidatePattern(v) {
-				return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, ErrInvalidGlob)
+				return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, hooks.ErrInvalidGlob)
 			}
 			lit := requiredLiteral(v)
 			all = append(all, compiledForm{glob: v, prefix: literalPrefix(v), literal: lit, litSet: byteSetOf(lit)})

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 func TestSeedBehaviours(t *testing.T) {
@@ -86,14 +88,14 @@ func TestNewValidates(t *testing.T) {
 		cfg  Config
 		want error
 	}{
-		{name: "an invalid forbidden glob is rejected", cfg: Config{WorkspaceRoot: f.ws, ForbiddenPathGlobs: []string{"a[b"}}, want: ErrInvalidGlob},
-		{name: "an invalid tool glob is rejected", cfg: Config{ToolAllow: []string{"{a"}}, want: ErrInvalidGlob},
-		{name: "an invalid deny glob is rejected", cfg: Config{ToolDeny: []string{"[x"}}, want: ErrInvalidGlob},
-		{name: "a shell pattern ending in a backslash is rejected", cfg: Config{WorkspaceRoot: f.ws, AllowedShellCommands: []string{`ls \`}}, want: ErrInvalidGlob},
-		{name: "a relative root is rejected", cfg: Config{WorkspaceRoot: "ws", WorkspaceOnly: true}, want: ErrInvalidPath},
-		{name: "a missing root is rejected", cfg: Config{WorkspaceRoot: f.ws + "/nope", WorkspaceOnly: true}, want: ErrInvalidPath},
-		{name: "workspace-only without a root is rejected", cfg: Config{WorkspaceOnly: true}, want: ErrInvalidPath},
-		{name: "an unknown mode is rejected", cfg: Config{Mode: "yolo"}, want: ErrInvalidMode},
+		{name: "an invalid forbidden glob is rejected", cfg: Config{WorkspaceRoot: f.ws, ForbiddenPathGlobs: []string{"a[b"}}, want: hooks.ErrInvalidGlob},
+		{name: "an invalid tool glob is rejected", cfg: Config{ToolAllow: []string{"{a"}}, want: hooks.ErrInvalidGlob},
+		{name: "an invalid deny glob is rejected", cfg: Config{ToolDeny: []string{"[x"}}, want: hooks.ErrInvalidGlob},
+		{name: "a shell pattern ending in a backslash is rejected", cfg: Config{WorkspaceRoot: f.ws, AllowedShellCommands: []string{`ls \`}}, want: hooks.ErrInvalidGlob},
+		{name: "a relative root is rejected", cfg: Config{WorkspaceRoot: "ws", WorkspaceOnly: true}, want: hooks.ErrInvalidPath},
+		{name: "a missing root is rejected", cfg: Config{WorkspaceRoot: f.ws + "/nope", WorkspaceOnly: true}, want: hooks.ErrInvalidPath},
+		{name: "workspace-only without a root is rejected", cfg: Config{WorkspaceOnly: true}, want: hooks.ErrInvalidPath},
+		{name: "an unknown mode is rejected", cfg: Config{Mode: "yolo"}, want: hooks.ErrInvalidSpec},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,11 +31,7 @@ func budgetHook(t testing.TB, max int, bcfg BudgetConfig) *ContractScope {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sr, err := NewStaticResolver(Binding{Contract: &Contract{MaxToolCalls: max}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(Config{Resolver: sr, Budgets: b})
+	h, err := New(Config{Contract: &Contract{MaxToolCalls: max}, Budgets: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,11 +354,11 @@ func TestNewBudgetsRejectsNegativeSettings(t *testing.T) {
 
 func TestBudgetsSurviveAHookReplacement(t *testing.T) {
 	b, _ := NewBudgets(BudgetConfig{})
-	sr, _ := NewStaticResolver(Binding{Contract: &Contract{MaxToolCalls: 2}})
-	h1, _ := New(Config{Resolver: sr, Budgets: b})
+	c := &Contract{MaxToolCalls: 2}
+	h1, _ := New(Config{Contract: c, Budgets: b})
 	run(h1, sessionCall("s"), hooks.StatusSucceeded)
 	run(h1, sessionCall("s"), hooks.StatusSucceeded)
-	h2, _ := New(Config{Resolver: sr, Budgets: b})
+	h2, _ := New(Config{Contract: c, Budgets: b})
 	if v := run(h2, sessionCall("s"), hooks.StatusSucceeded); v.Allowed {
 		t.Fatal("a replacement hook sharing the budgets restarted the count")
 	}
@@ -392,7 +388,7 @@ func TestSubjectsMatcher(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := NewMatcher(tt.s)
 			if tt.wantErr {
-				if !errors.Is(err, ErrInvalidGlob) {
+				if !errors.Is(err, hooks.ErrInvalidGlob) {
 					t.Fatalf("NewMatcher error = %v, want ErrInvalidGlob", err)
 				}
 				return
@@ -407,39 +403,46 @@ func TestSubjectsMatcher(t *testing.T) {
 	}
 }
 
-func TestStaticResolverUsesTheFirstMatchingBinding(t *testing.T) {
+func TestAContractBindsOnlyTheCallsItsSubjectsSelect(t *testing.T) {
 	vip, _ := NewMatcher(Subjects{Senders: []string{"vip-*"}})
-	a, b := &Contract{MaxToolCalls: 100}, &Contract{MaxToolCalls: 1}
-	r, err := NewStaticResolver(Binding{Subjects: vip, Contract: a}, Binding{Contract: b})
+	h, err := New(Config{Subjects: vip, Contract: &Contract{MaxToolCalls: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := r.ContractFor(&hooks.Call{SenderID: "vip-1"}); !ok || c != a {
-		t.Fatal("vip sender did not get the first binding")
+	call := func(sender string) *hooks.Call {
+		c := sessionCall("s-" + sender)
+		c.SenderID = sender
+		return c
 	}
-	if c, ok := r.ContractFor(&hooks.Call{SenderID: "joe"}); !ok || c != b {
-		t.Fatal("other sender did not fall through to the catch-all binding")
+	if v := run(h, call("vip-1"), hooks.StatusSucceeded); !v.Allowed {
+		t.Fatalf("the first call of a selected sender was denied: %+v", v)
 	}
-	if _, err := NewStaticResolver(Binding{Contract: &Contract{MaxToolCalls: -1}}); !errors.Is(err, ErrInvalidContract) {
+	if v := run(h, call("vip-1"), hooks.StatusSucceeded); v.Allowed || v.Rule != RuleMaxToolCalls {
+		t.Fatalf("the second call of a selected sender = %+v, want its budget of 1 to hold", v)
+	}
+	for range 3 {
+		if v := run(h, call("joe"), hooks.StatusSucceeded); !v.Allowed {
+			t.Fatalf("a sender the subjects do not select was bound: %+v", v)
+		}
+	}
+	if _, err := New(Config{Contract: &Contract{MaxToolCalls: -1}}); !errors.Is(err, ErrInvalidContract) {
 		t.Fatalf("an invalid contract was accepted: %v", err)
 	}
-	empty, _ := NewStaticResolver()
-	if _, ok := empty.ContractFor(&hooks.Call{}); ok {
-		t.Fatal("an empty resolver returned a contract")
+	if _, err := New(Config{}); !errors.Is(err, ErrInvalidContract) {
+		t.Fatalf("a hook without a contract was accepted: %v", err)
 	}
 }
 
 func BenchmarkBeforeNoPathTool(b *testing.B) {
 	m, _ := NewMatcher(Subjects{Sessions: []string{"sess-*"}})
-	sr, _ := NewStaticResolver(Binding{Subjects: m, Contract: &Contract{
+	h, err := New(Config{Subjects: m, Contract: &Contract{
 		MaxToolCalls: 1 << 30,
 		ScopedCapabilities: []Capability{
 			{Tool: "read_file", AllowedPaths: []string{"/ws"}},
 			{Tool: "web_search"},
 		},
 		AllowedPaths: []string{"/ws"},
-	}})
-	h, err := New(Config{Resolver: sr, WorkspaceRoot: b.TempDir()})
+	}, WorkspaceRoot: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -458,10 +461,9 @@ func BenchmarkBeforeNoPathTool(b *testing.B) {
 
 func BenchmarkBeforeReadFile(b *testing.B) {
 	root := b.TempDir()
-	sr, _ := NewStaticResolver(Binding{Contract: &Contract{
+	h, err := New(Config{Contract: &Contract{
 		ScopedCapabilities: []Capability{{Tool: "read_file", AllowedPaths: []string{"a"}}},
-	}})
-	h, err := New(Config{Resolver: sr, WorkspaceRoot: root})
+	}, WorkspaceRoot: root})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -541,11 +543,7 @@ func TestPerSenderBudgetHoldsAcrossRotatedSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sr, err := NewStaticResolver(Binding{Contract: &Contract{MaxToolCalls: 100, PerSenderCalls: 10, PerSenderWindow: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := New(Config{Resolver: sr, Budgets: b})
+	h, err := New(Config{Contract: &Contract{MaxToolCalls: 100, PerSender: &SenderLimit{Calls: 10, WindowMillis: time.Hour.Milliseconds()}}, Budgets: b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +575,7 @@ func TestPerSenderBudgetHoldsAcrossRotatedSessions(t *testing.T) {
 	if v := run(h, as("rotator", 100), hooks.StatusSucceeded); !v.Allowed {
 		t.Errorf("a call after the window slid past the first ten: %s", v.Reason)
 	}
-	for _, bad := range []*Contract{{PerSenderCalls: 1, PerSenderWindow: time.Second}, {PerSenderCalls: -1}, {PerSenderCalls: 1, PerSenderWindow: 1000 * time.Hour}} {
+	for _, bad := range []*Contract{{PerSender: &SenderLimit{Calls: 1, WindowMillis: time.Second.Milliseconds()}}, {PerSender: &SenderLimit{Calls: -1}}, {PerSender: &SenderLimit{Calls: 1, WindowMillis: (1000 * time.Hour).Milliseconds()}}} {
 		if err := bad.Validate(); !errors.Is(err, ErrInvalidContract) {
 			t.Errorf("contract %+v: %v, want ErrInvalidContract", bad, err)
 		}

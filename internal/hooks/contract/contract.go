@@ -1,20 +1,20 @@
-// Package contract implements the ContractScope hook: per-session contracts
-// that cap how many tool calls a session may execute and confine the
-// file-system and exec tools to allowed paths (SPEC A2 "ContractScope", with
-// the exact budgets of B9 and the path handling of B5).
+// Package contract implements the ContractPolicy hook: per-session contracts
+// that cap how many tool calls a session (and a caller, over a window) may
+// execute, confine the file-system and exec tools to allowed paths, and rate
+// limit tools per caller.
 //
-// A Resolver decides which Contract, if any, governs a call; Subjects and
-// StaticResolver provide the session/channel/sender glob binding that a
-// ContractPolicy compiles to. Budgets holds the per-session counters and can
-// outlive one hook instance, so counts survive a configuration push.
+// Spec is a ContractPolicy's compiled form; Validate checks it without
+// touching the file system and Build turns it into the hook. State holds the
+// session counters and rate-limit windows across configuration pushes, so
+// counts survive a push that keeps the policy.
 package contract
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
 
@@ -37,11 +37,10 @@ const (
 	RuleInvalidContract = "invalidContract"
 )
 
-// ErrInvalidContract is wrapped by every Contract validation error.
-var ErrInvalidContract = errors.New("invalid contract")
-
-// ErrInvalidPath is wrapped (with ErrInvalidContract) by the error of an unusable allowed path.
-var ErrInvalidPath = errors.New("invalid path")
+// ErrInvalidContract is wrapped by every Contract validation error; it wraps
+// hooks.ErrInvalidSpec. The error of an unusable allowed path also wraps
+// hooks.ErrInvalidPath.
+var ErrInvalidContract = fmt.Errorf("invalid contract: %w", hooks.ErrInvalidSpec)
 
 // MaxToolCallsLimit is the largest accepted Contract.MaxToolCalls.
 const MaxToolCallsLimit = 1<<31 - 1
@@ -49,30 +48,47 @@ const MaxToolCallsLimit = 1<<31 - 1
 // Contract is the set of limits that governs one session.
 type Contract struct {
 	// MaxToolCalls is how many calls the session may execute; 0 means no limit.
-	MaxToolCalls int
-	// PerSenderCalls bounds the calls this contract allows one caller (the
-	// verified identity, whatever its sessions) in any PerSenderWindow; 0
-	// means no limit.
-	PerSenderCalls  int
-	PerSenderWindow time.Duration
+	MaxToolCalls int `json:"maxToolCalls,omitempty"`
+	// PerSender bounds the calls this contract allows one caller (the
+	// verified identity, whatever its sessions) over a window; nil means no limit.
+	PerSender *SenderLimit `json:"maxToolCallsPerSender,omitempty"`
 	// ScopedCapabilities grant tools, optionally confined to paths. When any
 	// capability has AllowedPaths the contract is "scoped": file-system and
 	// exec tools without a capability of their own are denied.
-	ScopedCapabilities []Capability
+	ScopedCapabilities []Capability `json:"scopedCapabilities,omitempty"`
 	// AllowedPaths are path prefixes every file-system and exec tool call must
 	// stay under. Relative prefixes resolve against the workspace root. A
 	// contract with top-level AllowedPaths also needs an explicit capability
 	// for shell and code_exec.
-	AllowedPaths []string
+	AllowedPaths []string `json:"allowedPaths,omitempty"`
+}
+
+// SenderLimit bounds one caller's calls over a sliding window.
+type SenderLimit struct {
+	// Calls is how many calls one caller may make in any window; 0 means no limit.
+	Calls int `json:"calls"`
+	// WindowMillis is the window's length in milliseconds.
+	WindowMillis int64 `json:"windowMillis"`
+}
+
+// Window returns the limit's window.
+func (l *SenderLimit) Window() time.Duration { return time.Duration(l.WindowMillis) * time.Millisecond }
+
+// perSender returns the per-caller limit and its window, (0, 0) for none.
+func (c *Contract) perSender() (int, time.Duration) {
+	if c.PerSender == nil {
+		return 0, 0
+	}
+	return c.PerSender.Calls, c.PerSender.Window()
 }
 
 // Capability grants one tool, optionally confined to paths.
 type Capability struct {
 	// Tool is the tool name (compared case-insensitively).
-	Tool string
+	Tool string `json:"tool"`
 	// AllowedPaths confine the tool's path arguments; empty means the tool is
 	// granted without a path restriction from this capability.
-	AllowedPaths []string
+	AllowedPaths []string `json:"allowedPaths,omitempty"`
 }
 
 // Validate reports whether c is usable; errors wrap ErrInvalidContract.
@@ -83,11 +99,12 @@ func (c *Contract) Validate() error {
 	if c.MaxToolCalls < 0 || c.MaxToolCalls > MaxToolCallsLimit {
 		return fmt.Errorf("%w: maxToolCalls %d must be between 0 and %d", ErrInvalidContract, c.MaxToolCalls, MaxToolCallsLimit)
 	}
-	if c.PerSenderCalls < 0 || c.PerSenderCalls > MaxToolCallsLimit {
-		return fmt.Errorf("%w: maxToolCallsPerSender calls %d must be between 0 and %d", ErrInvalidContract, c.PerSenderCalls, MaxToolCallsLimit)
+	calls, window := c.perSender()
+	if calls < 0 || calls > MaxToolCallsLimit {
+		return fmt.Errorf("%w: maxToolCallsPerSender calls %d must be between 0 and %d", ErrInvalidContract, calls, MaxToolCallsLimit)
 	}
-	if c.PerSenderCalls > 0 && (c.PerSenderWindow < time.Minute || c.PerSenderWindow > 720*time.Hour) {
-		return fmt.Errorf("%w: maxToolCallsPerSender window %s must be between 1m and 720h", ErrInvalidContract, c.PerSenderWindow)
+	if calls > 0 && (window < time.Minute || window > 720*time.Hour) {
+		return fmt.Errorf("%w: maxToolCallsPerSender window %s must be between 1m and 720h", ErrInvalidContract, window)
 	}
 	for i, cp := range c.ScopedCapabilities {
 		if strings.TrimSpace(cp.Tool) == "" {
@@ -106,10 +123,10 @@ func (c *Contract) Validate() error {
 func validPaths(ps []string) error {
 	for i, p := range ps {
 		if p == "" {
-			return fmt.Errorf("allowedPaths[%d] is empty: %w", i, ErrInvalidPath)
+			return fmt.Errorf("allowedPaths[%d] is empty: %w", i, hooks.ErrInvalidPath)
 		}
 		if strings.IndexByte(p, 0) >= 0 {
-			return fmt.Errorf("allowedPaths[%d] contains a NUL byte: %w", i, ErrInvalidPath)
+			return fmt.Errorf("allowedPaths[%d] contains a NUL byte: %w", i, hooks.ErrInvalidPath)
 		}
 	}
 	return nil
@@ -175,7 +192,7 @@ const (
 	classShell                  // shell, code_exec: need an explicit grant under a scoped contract
 )
 
-// fileSystemTools are the file-system tools (SPEC A2 with the real names);
+// fileSystemTools are the file-system tools;
 // the exec tools are shell, code_exec, git and process.
 var fileSystemTools = [...]string{"read_file", "write_file", "edit_file", "apply_patch", "list_dir"}
 

@@ -71,15 +71,18 @@ func symlink(t *testing.T, target, link string) {
 
 func newHook(t testing.TB, root string, c *Contract) *ContractScope {
 	t.Helper()
-	var r Resolver = ResolverFunc(func(*hooks.Call) (*Contract, bool) { return nil, false })
-	if c != nil {
-		sr, err := NewStaticResolver(Binding{Contract: c})
+	cfg := Config{Contract: c, WorkspaceRoot: root}
+	if c == nil {
+		// No contract binds the calls: subjects no call matches, over a
+		// contract that would deny every file-system tool if they did.
+		m, err := NewMatcher(Subjects{Sessions: []string{"no-such-session"}})
 		if err != nil {
-			t.Fatalf("NewStaticResolver: %v", err)
+			t.Fatal(err)
 		}
-		r = sr
+		cfg.Subjects = m
+		cfg.Contract = &Contract{MaxToolCalls: 1, ScopedCapabilities: []Capability{{Tool: "nothing", AllowedPaths: []string{"/nonexistent"}}}}
 	}
-	h, err := New(Config{Resolver: r, WorkspaceRoot: root})
+	h, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -100,18 +103,18 @@ func jsonString(s string) string {
 
 func TestNewValidatesItsConfiguration(t *testing.T) {
 	ws := newWorkspace(t)
-	r, _ := NewStaticResolver()
+	c := &Contract{}
 	tests := []struct {
 		name    string
 		cfg     Config
 		wantErr bool
 	}{
-		{"a missing resolver is an error", Config{WorkspaceRoot: ws.root}, true},
-		{"a workspace root that does not exist is an error", Config{Resolver: r, WorkspaceRoot: filepath.Join(ws.root, "nope")}, true},
-		{"a relative workspace root is an error", Config{Resolver: r, WorkspaceRoot: "ws"}, true},
-		{"a workspace root that is a file is an error", Config{Resolver: r, WorkspaceRoot: filepath.Join(ws.root, "allowed", "file.txt")}, true},
-		{"an existing workspace root is accepted", Config{Resolver: r, WorkspaceRoot: ws.root}, false},
-		{"no workspace root is accepted", Config{Resolver: r}, false},
+		{"a missing contract is an error", Config{WorkspaceRoot: ws.root}, true},
+		{"a workspace root that does not exist is an error", Config{Contract: c, WorkspaceRoot: filepath.Join(ws.root, "nope")}, true},
+		{"a relative workspace root is an error", Config{Contract: c, WorkspaceRoot: "ws"}, true},
+		{"a workspace root that is a file is an error", Config{Contract: c, WorkspaceRoot: filepath.Join(ws.root, "allowed", "file.txt")}, true},
+		{"an existing workspace root is accepted", Config{Contract: c, WorkspaceRoot: ws.root}, false},
+		{"no workspace root is accepted", Config{Contract: c}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -311,8 +314,7 @@ func TestBeforeScope(t *testing.T) {
 }
 
 func TestBeforeWithoutWorkspaceRootDeniesPathChecks(t *testing.T) {
-	sr, _ := NewStaticResolver(Binding{Contract: &Contract{ScopedCapabilities: []Capability{{Tool: "read_file", AllowedPaths: []string{"/"}}}}})
-	h, err := New(Config{Resolver: sr})
+	h, err := New(Config{Contract: &Contract{ScopedCapabilities: []Capability{{Tool: "read_file", AllowedPaths: []string{"/"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ var _ hooks.RuntimeGuard = (*ContractScope)(nil)
 // and checked as the "command" of the same tool with dir as its "cwd", by
 // the same scope check as the call's arguments.
 func (h *ContractScope) CheckExec(_ context.Context, call *hooks.Call, dir string, env, argv []string) hooks.Verdict {
-	c, ok := h.resolver.ContractFor(call)
-	if !ok || c == nil {
+	if !h.subjects.Matches(call) {
 		return hooks.Allow
 	}
+	c := h.contract
 	cmd, err := shellcheck.Render(env, argv)
 	if err != nil {
 		return hooks.Deny(RuleInvalidArguments,
@@ -30,10 +30,10 @@ func (h *ContractScope) CheckExec(_ context.Context, call *hooks.Call, dir strin
 // CheckOpen re-checks a file a tool is about to open against the call's
 // contract, as a "path" argument of the same tool.
 func (h *ContractScope) CheckOpen(_ context.Context, call *hooks.Call, path string, _ bool) hooks.Verdict {
-	c, ok := h.resolver.ContractFor(call)
-	if !ok || c == nil {
+	if !h.subjects.Matches(call) {
 		return hooks.Allow
 	}
+	c := h.contract
 	return runtime(h.checkScope(nil, synthetic(call, map[string]any{"path": path}), c))
 }
 

@@ -2,7 +2,6 @@ package contract
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -18,8 +17,10 @@ const DefaultName = "ContractScope"
 type Config struct {
 	// Name is the hook name reported in denials; DefaultName when empty.
 	Name string
-	// Resolver finds the contract governing a call (required).
-	Resolver Resolver
+	// Subjects selects the calls Contract governs; nil selects every call.
+	Subjects *Matcher
+	// Contract governs the selected calls (required).
+	Contract *Contract
 	// WorkspaceRoot is the absolute path of an existing directory against
 	// which relative paths and relative allowed-path prefixes resolve. It may
 	// be empty only if no contract restricts paths: a call that needs a path
@@ -34,9 +35,9 @@ type Config struct {
 	PathKeys []string
 }
 
-// ContractScope is the contract hook (SPEC A2, B5, B9). Its decisions, in order:
+// ContractScope is the contract hook. Its decisions, in order:
 //
-//  1. A call no contract governs is allowed.
+//  1. A call the subjects do not select is allowed.
 //  2. A session that has executed MaxToolCalls calls (or has that many in
 //     flight) is denied (rule maxToolCalls).
 //  3. Under a contract where some capability has AllowedPaths, file-system
@@ -64,9 +65,10 @@ type Config struct {
 // Budgets count executed calls: Before reserves a slot, After commits it, or
 // releases it when the call was denied later in the before phase (a denied
 // call did not execute). The count is exact under any concurrency.
-type ContractScope struct { //nolint:revive // named after the SPEC A2 hook "ContractScope"; kept to match the spec and docs
+type ContractScope struct { //nolint:revive // ContractScope is the name the docs and denials use
 	name     string
-	resolver Resolver
+	subjects *Matcher
+	contract *Contract
 	paths    *pathguard.Resolver // nil when no workspace root is configured
 	budgets  *Budgets
 	pathKeys []string
@@ -80,12 +82,13 @@ var _ hooks.Hook = (*ContractScope)(nil)
 // New validates cfg and returns a ContractScope hook. A workspace root that
 // does not exist or cannot be read is an error: the policy is invalid.
 func New(cfg Config) (*ContractScope, error) {
-	if cfg.Resolver == nil {
-		return nil, errors.New("contract scope: a resolver is required")
+	if err := cfg.Contract.Validate(); err != nil {
+		return nil, fmt.Errorf("contract scope: %w", err)
 	}
 	h := &ContractScope{
 		name:     cfg.Name,
-		resolver: cfg.Resolver,
+		subjects: cfg.Subjects,
+		contract: cfg.Contract,
 		budgets:  cfg.Budgets,
 		pathKeys: append([]string(nil), cfg.PathKeys...),
 	}
@@ -129,10 +132,10 @@ func (h *ContractScope) Budgets() *Budgets { return h.budgets }
 // Before decides the call against its contract and, when the contract has a
 // budget and the call is allowed, reserves one slot of it.
 func (h *ContractScope) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
-	c, ok := h.resolver.ContractFor(call)
-	if !ok || c == nil {
+	if !h.subjects.Matches(call) {
 		return hooks.Allow, nil
 	}
+	c := h.contract
 	if c.MaxToolCalls < 0 || c.MaxToolCalls > MaxToolCallsLimit {
 		return hooks.Deny(RuleInvalidContract, fmt.Sprintf(
 			"The contract for session %q has an invalid maxToolCalls (%d)", call.SessionID, c.MaxToolCalls)), nil
@@ -143,9 +146,9 @@ func (h *ContractScope) Before(ctx context.Context, call *hooks.Call) (hooks.Ver
 	if v := h.checkScope(pathguard.MemoFrom(ctx), call, c); !v.Allowed {
 		return v, nil
 	}
-	if c.PerSenderCalls > 0 {
+	if calls, window := c.perSender(); calls > 0 {
 		who := callerOf(call)
-		ok, full := h.budgets.senders(c.PerSenderWindow).Take(who, h.budgets.now(), c.PerSenderCalls)
+		ok, full := h.budgets.senders(window).Take(who, h.budgets.now(), calls)
 		switch {
 		case full:
 			return hooks.Deny(RuleMaxToolCallsPerSender, fmt.Sprintf(
@@ -153,7 +156,7 @@ func (h *ContractScope) Before(ctx context.Context, call *hooks.Call) (hooks.Ver
 				h.budgets.maxSess, who)), nil
 		case !ok:
 			return hooks.Deny(RuleMaxToolCallsPerSender, fmt.Sprintf(
-				"Caller %q has made its %d tool calls allowed per %s, across all its sessions", who, c.PerSenderCalls, c.PerSenderWindow)), nil
+				"Caller %q has made its %d tool calls allowed per %s, across all its sessions", who, calls, window)), nil
 		}
 	}
 	if c.MaxToolCalls > 0 {

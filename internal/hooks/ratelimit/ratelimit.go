@@ -28,7 +28,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -57,17 +56,18 @@ const (
 	sweepEvery = 30 * time.Second
 )
 
-// ErrInvalidRule is wrapped by every rule validation error.
-var ErrInvalidRule = errors.New("invalid rate-limit rule")
+// ErrInvalidRule is wrapped by every rule validation error; it wraps
+// hooks.ErrInvalidSpec.
+var ErrInvalidRule = fmt.Errorf("invalid rate-limit rule: %w", hooks.ErrInvalidSpec)
 
 // Rule limits the calls each sender may make to each tool whose name matches
 // Tools.
 type Rule struct {
 	// Tools is a doublestar glob over tool names (e.g. "sk_*" or "*").
-	Tools string
+	Tools string `json:"tools"`
 	// PerSenderPerMinute is the number of calls one sender may make to one
 	// matching tool in any 60-second window; it must be at least 1.
-	PerSenderPerMinute int
+	PerSenderPerMinute int `json:"perSenderPerMinute"`
 }
 
 // Config configures a RateLimit hook.
@@ -170,7 +170,7 @@ func (r Rule) Validate() error {
 		return fmt.Errorf("%w: tools glob is empty", ErrInvalidRule)
 	}
 	if !doublestar.ValidatePattern(r.Tools) {
-		return fmt.Errorf("%w: tools glob %q: %w", ErrInvalidRule, r.Tools, doublestar.ErrBadPattern)
+		return fmt.Errorf("%w: tools glob %q: %w: %w", ErrInvalidRule, r.Tools, hooks.ErrInvalidGlob, doublestar.ErrBadPattern)
 	}
 	if r.PerSenderPerMinute < 1 || r.PerSenderPerMinute > MaxPerMinute {
 		return fmt.Errorf("%w: perSenderPerMinute %d: must be between 1 and %d", ErrInvalidRule, r.PerSenderPerMinute, MaxPerMinute)

@@ -1,0 +1,49 @@
+package hooks
+
+import "errors"
+
+// The classes of error a policy spec's validation returns. Every hook kind's
+// Validate and Build wrap exactly one of them, so that the controller can turn
+// an error into a status reason without knowing the kind.
+var (
+	// ErrInvalidGlob marks a glob pattern that does not parse.
+	ErrInvalidGlob = errors.New("invalid glob")
+	// ErrInvalidPath marks an unusable path.
+	ErrInvalidPath = errors.New("invalid path")
+	// ErrInvalidSpec marks any other invalid setting.
+	ErrInvalidSpec = errors.New("invalid spec")
+)
+
+// BuildEnv is what a gateway gives every hook it builds from a policy spec.
+type BuildEnv struct {
+	// Workspace is the gateway's workspace root: the one directory relative
+	// paths resolve against. A policy that names a workspace root of its own
+	// must name this one.
+	Workspace string
+	// Traits describe the tools the gateway serves beyond the built-in ones.
+	Traits ToolTraits
+}
+
+// ToolTraits describe tools a gateway serves beyond the built-in ones (the
+// upstream MCP tools it fronts), so that policies check them like built-ins.
+// They can only widen checking (more path-bearing arguments) or name tools
+// read-only, which readonly mode still refuses for the known mutating tools.
+type ToolTraits struct {
+	// PathArgs are extra path-bearing argument names per tool name.
+	PathArgs map[string][]string
+	// ReadOnlyTools are tool names known to change nothing.
+	ReadOnlyTools []string
+}
+
+// OutrightDenier is a hook that can tell from a tool's name alone that it
+// denies every call of that tool, so that tool listings can leave it out.
+type OutrightDenier interface {
+	// DeniesOutright returns the denial every call of tool gets, if any.
+	DeniesOutright(tool string) (Verdict, bool)
+}
+
+// ToolNamer is a hook whose configuration names tools exactly (not by glob).
+type ToolNamer interface {
+	// ToolNames returns the exact tool names the hook's configuration names.
+	ToolNames() []string
+}
