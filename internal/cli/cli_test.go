@@ -103,7 +103,7 @@ func TestLoadPoliciesSkipsKustomizeFilesAndSuites(t *testing.T) {
 		"notes.txt":           "junk",
 		"sub/other.yaml":      "junk: [",
 		"p.yaml":              "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: AutonomyPolicy\nmetadata: {name: p}\nspec: {}\n",
-		"contracts/c.yaml":    "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: ContractPolicy\nmetadata: {name: c}\nspec: {}\n",
+		"contracts/c.yaml":    "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: ContractPolicy\nmetadata: {name: c}\nspec: {maxToolCalls: 1}\n",
 		"contracts/more.yaml": "",
 	}
 	for name, body := range files {

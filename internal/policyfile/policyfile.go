@@ -1,13 +1,16 @@
 // Package policyfile reads AutonomyPolicy, ContractPolicy and PluginHook
 // objects from YAML (or JSON) files, for the gateway's standalone mode, the
-// demo and offline tools. It decodes as strictly as the API server does and
-// applies the CRDs' defaults, so a policy read from a file compiles exactly
-// as the same object applied to a cluster would.
+// demo and offline tools. Each object goes through the CRDs' own schemas as
+// the API server applies them on create with strict field validation
+// (package crdschema): unknown fields are errors, the CRDs' defaults are set
+// and every OpenAPI and CEL rule is checked, so a policy read from a file
+// compiles exactly as the same object applied to a cluster would.
 package policyfile
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,23 +19,19 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/compile"
+	"github.com/toolhooks/toolhooks/internal/crdschema"
 )
 
 // DefaultNamespace is the namespace of an object whose metadata names none,
 // as kubectl would apply it.
 const DefaultNamespace = "default"
-
-// DefaultPluginTimeout is a PluginHook's timeout when its spec sets none (the CRD default).
-const DefaultPluginTimeout = 5 * time.Second
 
 // Extensions are the file name extensions LoadDir reads.
 var Extensions = []string{".yaml", ".yml", ".json"}
@@ -94,11 +93,10 @@ func LoadDir(dir string) (compile.Policies, error) {
 // "---" lines (JSON is YAML too), each an AutonomyPolicy, ContractPolicy,
 // PluginHook or a List of them (kind List or <Kind>List), with apiVersion
 // policy.toolhooks.dev/v1alpha1. Empty documents are skipped. Decoding is
-// strict, as the API server's: unknown or duplicate fields, unknown kinds and
-// invalid enum values are errors naming source and the document's position
-// (1-based). Each object gets the defaults the API server would give it:
-// namespace "default", mode Full, enforcementAction Deny, and for plugins
-// timeout 5s and failurePolicy Fail.
+// strict and each object is defaulted and validated as the API server would
+// (see the package comment); errors name source, the document's position
+// (1-based), the object and the field. An object without a namespace is in
+// DefaultNamespace, as kubectl would create it.
 func Parse(data []byte, source string) (compile.Policies, error) {
 	var p compile.Policies
 	seen := map[string]string{}
@@ -138,6 +136,29 @@ type list struct {
 	Items    []json.RawMessage `json:"items"`
 }
 
+// kinds decodes each policy kind into its typed object and adds it to p.
+var kinds = map[string]func(js []byte, p *compile.Policies) error{
+	"AutonomyPolicy": func(js []byte, p *compile.Policies) error {
+		return decodeInto(js, &p.Autonomy)
+	},
+	"ContractPolicy": func(js []byte, p *compile.Policies) error {
+		return decodeInto(js, &p.Contracts)
+	},
+	"PluginHook": func(js []byte, p *compile.Policies) error {
+		return decodeInto(js, &p.Plugins)
+	},
+}
+
+// decodeInto strictly decodes js as one more element of *objs.
+func decodeInto[T any](js []byte, objs *[]T) error {
+	var o T
+	if err := strict(js, &o); err != nil {
+		return err
+	}
+	*objs = append(*objs, o)
+	return nil
+}
+
 // decodeObject decodes one object (or, when lists is true, a List) into p.
 func decodeObject(js []byte, where string, p *compile.Policies, seen map[string]string, lists bool) error {
 	var head typeMeta
@@ -147,133 +168,97 @@ func decodeObject(js []byte, where string, p *compile.Policies, seen map[string]
 	if head.Kind == "" {
 		return fmt.Errorf("%s: %w: kind is missing", where, ErrInvalid)
 	}
-	gv := policyv1alpha1.GroupVersion.String()
 	isList := head.Kind == "List" || strings.HasSuffix(head.Kind, "List")
 	if isList && lists {
-		if head.Kind != "List" && head.APIVersion != gv {
-			return fmt.Errorf("%s: %w: apiVersion %q (want %s)", where, ErrInvalid, head.APIVersion, gv)
-		}
-		var l list
-		if err := strict(js, &l); err != nil {
-			return fmt.Errorf("%s: %w: %w", where, ErrInvalid, err)
-		}
-		for i, item := range l.Items {
-			if err := decodeObject(item, fmt.Sprintf("%s, item %d", where, i+1), p, seen, false); err != nil {
-				return err
-			}
-		}
-		return nil
+		return decodeList(js, head, where, p, seen)
 	}
-	if head.APIVersion != gv {
-		return fmt.Errorf("%s: %w: %s has apiVersion %q (want %s)", where, ErrInvalid, head.Kind, head.APIVersion, gv)
-	}
-	var (
-		meta   *metav1.ObjectMeta
-		err    error
-		commit func()
-	)
-	switch head.Kind {
-	case "AutonomyPolicy":
-		o := &policyv1alpha1.AutonomyPolicy{}
-		if err = strict(js, o); err == nil {
-			err = defaultAutonomy(&o.Spec)
-		}
-		meta, commit = &o.ObjectMeta, func() { p.Autonomy = append(p.Autonomy, *o) }
-	case "ContractPolicy":
-		o := &policyv1alpha1.ContractPolicy{}
-		if err = strict(js, o); err == nil {
-			err = defaultContract(&o.Spec)
-		}
-		meta, commit = &o.ObjectMeta, func() { p.Contracts = append(p.Contracts, *o) }
-	case "PluginHook":
-		o := &policyv1alpha1.PluginHook{}
-		if err = strict(js, o); err == nil {
-			err = defaultPlugin(&o.Spec)
-		}
-		meta, commit = &o.ObjectMeta, func() { p.Plugins = append(p.Plugins, *o) }
-	default:
+	decode, known := kinds[head.Kind]
+	if !known {
 		return fmt.Errorf("%s: %w: unknown kind %q (want AutonomyPolicy, ContractPolicy, PluginHook or a List of them)",
 			where, ErrInvalid, head.Kind)
 	}
+	s, err := crdschema.For(head.Kind)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", where, head.Kind, err)
+	}
+	if gv := s.GroupVersionKind().GroupVersion().String(); head.APIVersion != gv {
+		return fmt.Errorf("%s: %w: %s has apiVersion %q (want %s)", where, ErrInvalid, head.Kind, head.APIVersion, gv)
+	}
+	var obj map[string]any
+	if err := strict(js, &obj); err != nil {
+		return fmt.Errorf("%s: %s: %w: %w", where, head.Kind, ErrInvalid, err)
+	}
+	namespace, name, err := setNamespace(obj, s.Namespaced())
 	if err != nil {
 		return fmt.Errorf("%s: %s: %w: %w", where, head.Kind, ErrInvalid, err)
 	}
-	if meta.Name == "" {
+	if name == "" {
 		return fmt.Errorf("%s: %s: %w: metadata.name is required", where, head.Kind, ErrInvalid)
 	}
-	if meta.Namespace == "" {
-		meta.Namespace = DefaultNamespace
+	k := head.Kind + " " + namespace + "/" + name
+	if err := s.Admit(context.Background(), obj); err != nil {
+		return fmt.Errorf("%s: %s: %w: %w", where, k, ErrInvalid, err)
 	}
-	k := head.Kind + " " + meta.Namespace + "/" + meta.Name
 	if prev, dup := seen[k]; dup {
 		return fmt.Errorf("%s: %s is also defined at %s: %w", where, k, prev, ErrInvalid)
 	}
+	admitted, err := json.Marshal(obj)
+	if err == nil {
+		err = decode(admitted, p)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w: %w", where, k, ErrInvalid, err)
+	}
 	seen[k] = where
-	commit()
 	return nil
 }
 
+// decodeList decodes the items of a List object into p.
+func decodeList(js []byte, head typeMeta, where string, p *compile.Policies, seen map[string]string) error {
+	if gv := policyv1alpha1.GroupVersion.String(); head.Kind != "List" && head.APIVersion != gv {
+		return fmt.Errorf("%s: %w: apiVersion %q (want %s)", where, ErrInvalid, head.APIVersion, gv)
+	}
+	var l list
+	if err := strict(js, &l); err != nil {
+		return fmt.Errorf("%s: %w: %w", where, ErrInvalid, err)
+	}
+	for i, item := range l.Items {
+		if err := decodeObject(item, fmt.Sprintf("%s, item %d", where, i+1), p, seen, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setNamespace puts a namespaced object that names no namespace in
+// DefaultNamespace and returns its namespace and name (empty when missing or
+// not strings, for the schema to report).
+func setNamespace(obj map[string]any, namespaced bool) (namespace, name string, err error) {
+	raw, found := obj["metadata"]
+	if !found || raw == nil {
+		raw = map[string]any{}
+		obj["metadata"] = raw
+	}
+	meta, ok := raw.(map[string]any)
+	if !ok {
+		return "", "", fmt.Errorf("metadata: want an object, got %T", raw)
+	}
+	if ns, _ := meta["namespace"].(string); namespaced && (meta["namespace"] == nil || ns == "") {
+		meta["namespace"] = DefaultNamespace
+	}
+	namespace, _ = meta["namespace"].(string)
+	name, _ = meta["name"].(string)
+	return namespace, name, nil
+}
+
 // strict decodes js into v as the API server does: case-sensitive field
-// names, no unknown and no duplicate fields.
+// names, integers kept as int64, no unknown and no duplicate fields.
 func strict(js []byte, v any) error {
 	strictErrs, err := sigsjson.UnmarshalStrict(js, v)
 	if err != nil {
 		return err
 	}
 	return errors.Join(strictErrs...)
-}
-
-func defaultAutonomy(s *policyv1alpha1.AutonomyPolicySpec) error {
-	switch s.Mode {
-	case "":
-		s.Mode = policyv1alpha1.AutonomyFull
-	case policyv1alpha1.AutonomyFull, policyv1alpha1.AutonomySupervised, policyv1alpha1.AutonomyReadOnly:
-	default:
-		return fmt.Errorf("spec.mode %q (want Full, Supervised or ReadOnly)", s.Mode)
-	}
-	return defaultAction(&s.EnforcementAction)
-}
-
-func defaultContract(s *policyv1alpha1.ContractPolicySpec) error {
-	return defaultAction(&s.EnforcementAction)
-}
-
-func defaultPlugin(s *policyv1alpha1.PluginHookSpec) error {
-	if s.Timeout == nil {
-		s.Timeout = &metav1.Duration{Duration: DefaultPluginTimeout}
-	}
-	switch s.FailurePolicy {
-	case "":
-		s.FailurePolicy = policyv1alpha1.FailurePolicyFail
-	case policyv1alpha1.FailurePolicyIgnore, policyv1alpha1.FailurePolicyFail:
-	default:
-		return fmt.Errorf("spec.failurePolicy %q (want Ignore or Fail)", s.FailurePolicy)
-	}
-	if len(s.Events) == 0 {
-		return errors.New("spec.events is required")
-	}
-	for _, e := range s.Events {
-		switch e {
-		case policyv1alpha1.EventToolBefore, policyv1alpha1.EventToolAfter, policyv1alpha1.EventToolAll:
-		default:
-			return fmt.Errorf("spec.events: %q (want tool:before, tool:after or tool:*)", e)
-		}
-	}
-	if svc := s.Transport.HTTP; svc != nil && svc.Service != nil && svc.Service.Port == 0 {
-		svc.Service.Port = 80
-	}
-	return defaultAction(&s.EnforcementAction)
-}
-
-func defaultAction(a *policyv1alpha1.EnforcementAction) error {
-	switch *a {
-	case "":
-		*a = policyv1alpha1.EnforcementDeny
-	case policyv1alpha1.EnforcementDeny, policyv1alpha1.EnforcementWarn:
-	default:
-		return fmt.Errorf("spec.enforcementAction %q (want Deny or Warn)", *a)
-	}
-	return nil
 }
 
 // keys names the objects of p as "Kind namespace/name".

@@ -69,24 +69,20 @@ func TestParseReadsEveryKindAndAppliesTheCRDDefaults(t *testing.T) {
 	}
 }
 
-// The defaults Parse writes must compile exactly as the empty values do, so
-// that a file and the same object read back from an API server agree.
-func TestDefaultsCompileLikeTheEmptyValues(t *testing.T) {
+// A loaded plugin compiles with the CRD's defaults: 5s, fail-closed.
+func TestALoadedPluginCompilesWithTheCRDDefaults(t *testing.T) {
 	p, err := policyfile.Parse([]byte(autonomyDoc+"---\n"+pluginDoc), "p.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := compile.Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{*p.Autonomy[0].DeepCopy()}, Plugins: []policyv1alpha1.PluginHook{*p.Plugins[0].DeepCopy()}}
-	raw.Autonomy[0].Spec.Mode, raw.Autonomy[0].Spec.EnforcementAction = "", ""
-	raw.Plugins[0].Spec.Timeout, raw.Plugins[0].Spec.FailurePolicy, raw.Plugins[0].Spec.EnforcementAction = nil, "", ""
-	gw := compile.Gateway{Namespace: "default"}
-	got, _ := compile.Compile(gw, p)
-	want, _ := compile.Compile(gw, raw)
-	if got.Revision != want.Revision {
-		t.Errorf("defaulted objects compile to revision %s, empty ones to %s", got.Revision, want.Revision)
+	got, outcomes := compile.Compile(compile.Gateway{Namespace: "default"}, p)
+	for _, o := range outcomes {
+		if o.Err != nil {
+			t.Errorf("%s: %v", compile.HookName(o.Policy), o.Err)
+		}
 	}
 	if len(got.Hooks) != 3 {
-		t.Errorf("got %d hooks, want AuditLog, the autonomy policy and the plugin", len(got.Hooks))
+		t.Fatalf("got %d hooks, want AuditLog, the autonomy policy and the plugin", len(got.Hooks))
 	}
 	if pl := got.Hooks[2].Plugin; pl == nil || pl.TimeoutMillis != 5000 || pl.FailOpen {
 		t.Errorf("plugin compiled to %+v, want a 5s fail-closed plugin", pl)
@@ -123,19 +119,28 @@ func TestParseRejectsBadDocumentsNamingFileAndDocument(t *testing.T) {
 	}{
 		{"an unknown kind", autonomyDoc + "---\napiVersion: policy.toolhooks.dev/v1alpha1\nkind: Deployment\nmetadata: {name: x}\n", "document 2: invalid policy file: unknown kind \"Deployment\""},
 		{"a wrong apiVersion", strings.Replace(autonomyDoc, "v1alpha1", "v1", 1), "document 1: invalid policy file: AutonomyPolicy has apiVersion \"policy.toolhooks.dev/v1\""},
-		{"an unknown field", autonomyDoc + "  forbiddenPaths: [x]\n", "document 1: AutonomyPolicy: invalid policy file: unknown field \"spec.forbiddenPaths\""},
-		{"a field in the wrong case", strings.Replace(autonomyDoc, "forbiddenPathGlobs", "ForbiddenPathGlobs", 1), "unknown field \"spec.ForbiddenPathGlobs\""},
+		{"an unknown field", autonomyDoc + "  forbiddenPaths: [x]\n",
+			"document 1: AutonomyPolicy default/coding-agent: invalid policy file: unknown field \"spec.forbiddenPaths\""},
+		{"two unknown fields", autonomyDoc + "  forbiddenPaths: [x]\n  shel: {}\n",
+			"unknown field \"spec.forbiddenPaths\"; unknown field \"spec.shel\""},
 		{"a duplicate field", autonomyDoc + "  mode: Full\n  mode: ReadOnly\n", "document 1: invalid policy file"},
 		{"a missing kind", "apiVersion: policy.toolhooks.dev/v1alpha1\nmetadata: {name: x}\n", "document 1: invalid policy file: kind is missing"},
 		{"a missing name", "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: ContractPolicy\nspec: {}\n", "metadata.name is required"},
-		{"an invalid mode", strings.Replace(autonomyDoc, "spec:\n", "spec:\n  mode: Anything\n", 1), "spec.mode \"Anything\""},
-		{"an invalid enforcement action", strings.Replace(contractDoc, "spec:\n", "spec:\n  enforcementAction: Audit\n", 1), "spec.enforcementAction \"Audit\""},
-		{"an invalid failure policy, which must not fail open", strings.Replace(pluginDoc, "spec:\n", "spec:\n  failurePolicy: Fial\n", 1), "spec.failurePolicy \"Fial\""},
-		{"an unknown plugin event", strings.Replace(pluginDoc, "tool:before", "tool:during", 1), "spec.events: \"tool:during\""},
+		{"metadata that is not an object", "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: ContractPolicy\nmetadata: [x]\n",
+			"ContractPolicy: invalid policy file: metadata: want an object"},
+		{"an invalid mode", strings.Replace(autonomyDoc, "spec:\n", "spec:\n  mode: Anything\n", 1),
+			"document 1: AutonomyPolicy default/coding-agent: invalid policy file: spec.mode: Unsupported value: \"Anything\""},
+		{"several invalid values", strings.Replace(contractDoc, "spec:\n", "spec:\n  enforcementAction: Audit\n  rateLimits: [{tools: \"*\", perSenderPerMinute: 0}]\n", 1),
+			"spec.enforcementAction: Unsupported value: \"Audit\": supported values: \"Deny\", \"Warn\"; " +
+				"spec.rateLimits[0].perSenderPerMinute: Invalid value: 0: spec.rateLimits[0].perSenderPerMinute in body should be greater than or equal to 1"},
+		{"a rule broken", strings.Replace(pluginDoc, "spec:\n", "spec:\n  timeout: 1m\n", 1),
+			"PluginHook default/scanner: invalid policy file: spec.timeout: Invalid value: timeout must be more than 0s and at most 30s"},
 		{"an object defined twice", contractDoc + "---\n" + contractDoc, "document 2: ContractPolicy team-a/budget is also defined at f.yaml: document 1"},
 		{"a document that is not an object", autonomyDoc + "---\n- a\n- b\n", "document 2: invalid policy file: not an object"},
 		{"malformed YAML", autonomyDoc + "---\nkind: [\n", "document 2: invalid policy file"},
-		{"an unknown field in a list item", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: policy.toolhooks.dev/v1alpha1\n  kind: ContractPolicy\n  metadata: {name: a}\n  spec: {budget: 1}\n", "document 1, item 1: ContractPolicy: invalid policy file: unknown field \"spec.budget\""},
+		{"an unknown field in a list item",
+			"apiVersion: v1\nkind: List\nitems:\n- apiVersion: policy.toolhooks.dev/v1alpha1\n  kind: ContractPolicy\n  metadata: {name: a}\n  spec: {budget: 1}\n",
+			"document 1, item 1: ContractPolicy default/a: invalid policy file: unknown field \"spec.budget\""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,7 +162,7 @@ func TestLoadDirReadsPolicyFilesInNameOrder(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "b.yaml", contractDoc)
 	write(t, dir, "a.yml", autonomyDoc)
-	write(t, dir, "c.json", `{"apiVersion":"policy.toolhooks.dev/v1alpha1","kind":"ContractPolicy","metadata":{"name":"json"},"spec":{}}`)
+	write(t, dir, "c.json", `{"apiVersion":"policy.toolhooks.dev/v1alpha1","kind":"ContractPolicy","metadata":{"name":"json"},"spec":{"maxToolCalls":1}}`)
 	write(t, dir, ".a.yaml.swp", "garbage: [")
 	write(t, dir, "README.md", "not a policy")
 	if err := os.Mkdir(filepath.Join(dir, "sub.yaml"), 0o755); err != nil {
