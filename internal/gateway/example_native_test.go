@@ -17,6 +17,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/policyfile"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // A custom gateway build appends its own Go hooks after the compiled hook
@@ -93,7 +94,7 @@ spec: {tools: {deny: ["drop_*"]}}
 		if err != nil {
 			panic(err)
 		}
-		var r gateway.ToolCallResponse
+		var r wire.ToolCallResponse
 		err = json.NewDecoder(resp.Body).Decode(&r)
 		_ = resp.Body.Close()
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // trace records, in order, the phases hooks and the audit sink went through.
@@ -136,7 +137,7 @@ func TestANativeDenialIsStructuredWithItsHookAndNoPolicy(t *testing.T) {
 	})
 	e.mustPush(compileYAML(t, e.ws, basePolicy))
 
-	want := gateway.Denial{Hook: "no-deletes", Rule: "NoDeletes", Reason: "no-deletes never deletes", EnforcementAction: "Deny"}
+	want := wire.Denial{Hook: "no-deletes", Rule: "NoDeletes", Reason: "no-deletes never deletes", EnforcementAction: "Deny"}
 	r := e.call("delete_db", `{}`)
 	if r.Status != "denied" || r.Result != hooks.DenialText+"no-deletes" || r.Denial == nil || *r.Denial != want {
 		t.Errorf("tool call: %+v denial %+v, want %+v", r, r.Denial, want)
@@ -163,7 +164,7 @@ func TestAWarnModeNativeHookOnlyWarns(t *testing.T) {
 	})
 	e.mustPush(compileYAML(t, e.ws, basePolicy))
 
-	want := []gateway.Denial{{Hook: "no-deletes", Rule: "NoDeletes", Reason: "no-deletes never deletes", EnforcementAction: "Warn"}}
+	want := []wire.Denial{{Hook: "no-deletes", Rule: "NoDeletes", Reason: "no-deletes never deletes", EnforcementAction: "Warn"}}
 	if r := e.call("delete_db", `{}`); r.Status != "succeeded" || r.Result != "delete_db done" || r.Denial != nil || !slices.Equal(r.Warnings, want) {
 		t.Errorf("tool call: %+v, want success with warnings %+v", r, want)
 	}
@@ -268,7 +269,7 @@ func TestConfigStatusReportsDegradedPlugins(t *testing.T) {
 		o.Degraded = func() []string { return []string{"PluginHook/default/approvals"} }
 	})
 	e.mustPush(compileYAML(t, e.ws, basePolicy))
-	var st gateway.ConfigStatus
+	var st wire.ConfigStatus
 	_, body := e.do(http.MethodGet, "/v1/config", "", nil, nil)
 	mustUnmarshal(t, body, &st)
 	if len(st.Degraded) != 1 || st.Degraded[0] != "PluginHook/default/approvals" {

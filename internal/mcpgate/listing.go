@@ -9,6 +9,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // outrightRules are the autonomy rules a tool's name alone decides.
@@ -24,11 +25,11 @@ type listing struct {
 
 type deniedSet struct {
 	revision string
-	tools    map[string]*gateway.Denial
+	tools    map[string]*wire.Denial
 }
 
 // denied maps the tools denied outright to the denial a call would get.
-func (l *listing) denied() map[string]*gateway.Denial {
+func (l *listing) denied() map[string]*wire.Denial {
 	cfg := l.gw.Config()
 	rev := ""
 	if cfg != nil {
@@ -47,11 +48,11 @@ func (l *listing) denied() map[string]*gateway.Denial {
 // (gatewayconfig.AutonomyConfig with the gateway's tool traits), on a call of
 // each tool without arguments, and keeps the denials whose rule depends on the
 // tool's name only. Before the first configuration every tool is denied.
-func outrightDenials(cfg *gatewayconfig.Config, traits gatewayconfig.ToolTraits, names []string) map[string]*gateway.Denial {
-	out := map[string]*gateway.Denial{}
+func outrightDenials(cfg *gatewayconfig.Config, traits gatewayconfig.ToolTraits, names []string) map[string]*wire.Denial {
+	out := map[string]*wire.Denial{}
 	if cfg == nil {
 		for _, n := range names {
-			out[n] = &gateway.Denial{Hook: gateway.GatewayHookName, Rule: gateway.RuleNoPolicy, Reason: gateway.NoPolicyReason}
+			out[n] = &wire.Denial{Hook: gateway.GatewayHookName, Rule: gateway.RuleNoPolicy, Reason: gateway.NoPolicyReason}
 		}
 		return out
 	}
