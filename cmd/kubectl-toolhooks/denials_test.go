@@ -27,6 +27,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/testenv"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // denialPolicies are applied both to the API server and, as files, to the
@@ -144,7 +145,7 @@ func startDenialsEnv(t *testing.T) string {
 			t.Fatal(err)
 		}
 		defer func() { _ = resp.Body.Close() }()
-		var d gateway.DecisionResponse
+		var d wire.DecisionResponse
 		if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
 			t.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/claudehook"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // gw is a real gateway serving HTTP with policies loaded from testdata.
@@ -422,15 +423,15 @@ func TestMapTool(t *testing.T) {
 
 func TestDenialText(t *testing.T) {
 	cases := []struct {
-		d    claudehook.Denial
+		d    wire.Denial
 		want string
 	}{
-		{claudehook.Denial{Hook: "AutonomyPolicy/ns/p", Policy: &claudehook.PolicyRef{Kind: "AutonomyPolicy", Namespace: "ns", Name: "p"}, Rule: "r", Reason: "why"},
+		{wire.Denial{Hook: "AutonomyPolicy/ns/p", Policy: &wire.PolicyRef{Kind: "AutonomyPolicy", Namespace: "ns", Name: "p"}, Rule: "r", Reason: "why"},
 			"Tool execution denied by hook: AutonomyPolicy/ns/p (rule r): why"},
-		{claudehook.Denial{Hook: "approvals", Policy: &claudehook.PolicyRef{Kind: "PluginHook", Namespace: "ns", Name: "p"}, Rule: "r", Reason: "why"},
+		{wire.Denial{Hook: "approvals", Policy: &wire.PolicyRef{Kind: "PluginHook", Namespace: "ns", Name: "p"}, Rule: "r", Reason: "why"},
 			"Tool execution denied by hook: approvals (policy PluginHook ns/p, rule r): why"},
-		{claudehook.Denial{Hook: "gateway", Rule: "NoPolicy", Reason: "none"}, "Tool execution denied by hook: gateway (rule NoPolicy): none"},
-		{claudehook.Denial{Hook: "native"}, "Tool execution denied by hook: native"},
+		{wire.Denial{Hook: "gateway", Rule: "NoPolicy", Reason: "none"}, "Tool execution denied by hook: gateway (rule NoPolicy): none"},
+		{wire.Denial{Hook: "native"}, "Tool execution denied by hook: native"},
 	}
 	for _, c := range cases {
 		if got := claudehook.DenialText(&c.d); got != c.want {

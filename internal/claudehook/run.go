@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // Exit codes of the Claude Code hook protocol.
@@ -130,7 +132,7 @@ func Run(ctx context.Context, stdin io.Reader, stderr io.Writer, o Options) int 
 // DenialText is the reason shown to the model: the gateway's denial text
 // ("Tool execution denied by hook: <hook>") with the rule, the reason and
 // the policy when the hook's name does not already say it.
-func DenialText(d *Denial) string {
+func DenialText(d *wire.Denial) string {
 	text := "Tool execution denied by hook: " + d.Hook
 	var parts []string
 	if p := d.Policy; p != nil && d.Hook != p.Kind+"/"+p.Namespace+"/"+p.Name {
@@ -155,12 +157,12 @@ func deny(stderr io.Writer, format string, a ...any) int {
 
 // Decide asks the gateway's POST /v1/decisions about call. Any answer but a
 // 200 with a decision is an error.
-func Decide(ctx context.Context, o Options, in *Input, call Call) (*Decision, error) {
+func Decide(ctx context.Context, o Options, in *Input, call Call) (*wire.DecisionResponse, error) {
 	args, err := json.Marshal(call.Args)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the arguments: %w", err)
 	}
-	body, err := json.Marshal(decisionRequest{
+	body, err := json.Marshal(wire.DecisionRequest{
 		SessionID: in.SessionID, ChannelID: Channel, SenderID: o.Sender, CorrelationID: in.ToolUseID,
 		Tool: call.Tool, Arguments: args,
 	})
@@ -196,13 +198,13 @@ func Decide(ctx context.Context, o Options, in *Input, call Call) (*Decision, er
 		return nil, fmt.Errorf("reading the gateway's answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e errorResponse
+		var e wire.ErrorResponse
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
 			return nil, fmt.Errorf("gateway answered %s: %s", resp.Status, e.Error)
 		}
 		return nil, fmt.Errorf("gateway answered %s", resp.Status)
 	}
-	var d Decision
+	var d wire.DecisionResponse
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&d); err != nil {
 		return nil, fmt.Errorf("gateway answer is not a decision: %w", err)

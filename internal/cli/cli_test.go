@@ -8,6 +8,7 @@ import (
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/compile"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 func TestUnderRootMovesOnlyPathsInsideARoot(t *testing.T) {
@@ -61,7 +62,7 @@ func TestReplaceRootsRewritesACopyOnly(t *testing.T) {
 
 func TestExpectMismatch(t *testing.T) {
 	yes, no := true, false
-	denial := Decision{Hook: "AutonomyPolicy/default/a", Policy: &PolicyRef{Kind: "AutonomyPolicy", Namespace: "default", Name: "a"},
+	denial := Decision{Hook: "AutonomyPolicy/default/a", Policy: &wire.PolicyRef{Kind: "AutonomyPolicy", Namespace: "default", Name: "a"},
 		Rule: "forbiddenPathGlobs", Reason: "no"}
 	cases := []struct {
 		name   string

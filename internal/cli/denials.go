@@ -19,12 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
-)
-
-// Event reasons of the gateway's denials (internal/gatewayk8s).
-const (
-	reasonDenied = "ToolCallDenied"
-	reasonWarned = "ToolCallWarned"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // PolicyKind is one of the policy kinds denials are recorded on.
@@ -174,9 +169,9 @@ func ListDenials(ctx context.Context, cs kubernetes.Interface, dyn dynamic.Inter
 func denialOf(ev *eventsv1.Event) (DenialRecord, bool) {
 	var action string
 	switch ev.Reason {
-	case reasonDenied:
+	case wire.ReasonToolCallDenied:
 		action = "Denied"
-	case reasonWarned:
+	case wire.ReasonToolCallWarned:
 		action = "Warned"
 	default:
 		return DenialRecord{}, false

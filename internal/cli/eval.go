@@ -16,6 +16,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
 	"github.com/toolhooks/toolhooks/internal/policyfile"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // Options say which gateway the policies are evaluated for.
@@ -46,22 +47,15 @@ type Call struct {
 	Sender  string
 }
 
-// PolicyRef names the policy object that denied a call.
-type PolicyRef struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-}
-
 // Decision is the outcome of one call, as `check -o json` prints it: allowed
 // is always present; hook, rule and reason only on a denial, and policy only
 // when the denying hook was compiled from a policy object.
 type Decision struct {
-	Allowed bool       `json:"allowed"`
-	Hook    string     `json:"hook,omitempty"`
-	Policy  *PolicyRef `json:"policy,omitempty"`
-	Rule    string     `json:"rule,omitempty"`
-	Reason  string     `json:"reason,omitempty"`
+	Allowed bool            `json:"allowed"`
+	Hook    string          `json:"hook,omitempty"`
+	Policy  *wire.PolicyRef `json:"policy,omitempty"`
+	Rule    string          `json:"rule,omitempty"`
+	Reason  string          `json:"reason,omitempty"`
 	// Warnings are the would-be denials of policies in Warn mode.
 	Warnings []hooks.Decision `json:"-"`
 }
@@ -161,7 +155,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, c Call) (Decision, error) {
 	if den := res.Denial; den != nil && !d.Allowed {
 		d.Hook, d.Rule, d.Reason = den.Hook, den.Rule, den.Reason
 		if den.Policy.Kind != "" {
-			d.Policy = &PolicyRef{Kind: den.Policy.Kind, Namespace: den.Policy.Namespace, Name: den.Policy.Name}
+			d.Policy = &wire.PolicyRef{Kind: den.Policy.Kind, Namespace: den.Policy.Namespace, Name: den.Policy.Name}
 		}
 	}
 	return d, nil

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // DefaultGatewayPort is the port gateways serve their API on.
@@ -31,16 +32,6 @@ type Pusher struct {
 	Scheme string
 	// Now stamps IssuedAt (time.Now when nil).
 	Now func() time.Time
-}
-
-// GatewayStatus is what a gateway reports of itself (GET /v1/config).
-type GatewayStatus struct {
-	// Revision is the configuration in force ("" before the first one).
-	Revision string `json:"revision"`
-	// IssuedAt is when that configuration was issued.
-	IssuedAt int64 `json:"issuedAt"`
-	// Degraded names the plugin hooks whose circuit breaker is open.
-	Degraded []string `json:"degraded,omitempty"`
 }
 
 func (p *Pusher) client() *http.Client {
@@ -71,8 +62,8 @@ func (p *Pusher) url(pod *corev1.Pod) string {
 }
 
 // Status asks the pod which revision it enforces and which plugins are degraded.
-func (p *Pusher) Status(ctx context.Context, pod *corev1.Pod) (GatewayStatus, error) {
-	var st GatewayStatus
+func (p *Pusher) Status(ctx context.Context, pod *corev1.Pod) (wire.ConfigStatus, error) {
+	var st wire.ConfigStatus
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url(pod), nil)
 	if err != nil {
 		return st, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // Errors Apply returns, for errors.Is.
@@ -20,7 +21,7 @@ var (
 
 // ApplyResult says what Apply did.
 type ApplyResult struct {
-	ConfigStatus
+	wire.ConfigStatus
 	// Changed is false when the revision was already in force (a no-op).
 	Changed bool `json:"changed"`
 }

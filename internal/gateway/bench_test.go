@@ -21,6 +21,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // benchPolicies is the built-in chain of the benchmark: AuditLog (added by
@@ -145,7 +146,7 @@ func benchDecisions(b *testing.B, parallelism int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var d gateway.DecisionResponse
+		var d wire.DecisionResponse
 		err = json.NewDecoder(resp.Body).Decode(&d)
 		_ = resp.Body.Close()
 		if err != nil || d.Allowed != c.allowed {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 func grepLines(text, prefix string) string {
@@ -24,7 +25,7 @@ func TestConfigStatusReportsDegradedPlugins(t *testing.T) {
 		o.Degraded = func() []string { return []string{"PluginHook/default/approvals"} }
 	})
 	e.mustPush(compileYAML(t, e.ws, basePolicy))
-	var st gateway.ConfigStatus
+	var st wire.ConfigStatus
 	_, body := e.do(http.MethodGet, "/v1/config", "", nil, nil)
 	mustUnmarshal(t, body, &st)
 	if len(st.Degraded) != 1 || st.Degraded[0] != "PluginHook/default/approvals" {

@@ -14,6 +14,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/jsonscan"
 	"github.com/toolhooks/toolhooks/internal/strictjson"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // Request bodies of tool calls are decoded in two ways. The strict decoder
@@ -280,7 +281,7 @@ func (s *Server) decodeBodyCall(w http.ResponseWriter, r *http.Request) (*hooks.
 	if rest == nil {
 		whole, rest = body, bytes.NewReader(body)
 	}
-	var req ToolCallRequest
+	var req wire.ToolCallRequest
 	if status, err := s.decodeStrict(w, rest, whole, &req); err != nil {
 		writeError(w, status, err.Error())
 		return nil, false
@@ -289,14 +290,14 @@ func (s *Server) decodeBodyCall(w http.ResponseWriter, r *http.Request) (*hooks.
 		writeError(w, http.StatusBadRequest, "tool is required")
 		return nil, false
 	}
-	return req.call(), true
+	return callOf(&req), true
 }
 
 // decodeStrict is the strict decoder of a ToolCallRequest: when the whole
 // body is in hand (whole is not nil, the body is within the limit), its top
 // level is checked with strictjson first (keys spelled exactly and once,
 // valid UTF-8 throughout, no escaped lone surrogate); then decodeJSON.
-func (s *Server) decodeStrict(w http.ResponseWriter, rest io.Reader, whole []byte, req *ToolCallRequest) (int, error) {
+func (s *Server) decodeStrict(w http.ResponseWriter, rest io.Reader, whole []byte, req *wire.ToolCallRequest) (int, error) {
 	if whole != nil && json.Valid(whole) { // invalid JSON: decodeJSON says why
 		if _, err := strictjson.CheckObject(whole, strictjson.Options{Keys: toolCallKeys}); err != nil {
 			return http.StatusBadRequest, fmt.Errorf("malformed JSON body: %w", err)

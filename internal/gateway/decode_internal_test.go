@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // decodeSeeds are request bodies the fast decoder must get right: plain
@@ -78,7 +79,7 @@ func testServer(limit int64) *Server { return &Server{opts: Options{MaxBodyBytes
 // strictCall is the strict decoder alone. It returns the call, or the status and the error body.
 func strictCall(s *Server, body []byte) (*hooks.Call, int, string) {
 	rec := httptest.NewRecorder()
-	var req ToolCallRequest
+	var req wire.ToolCallRequest
 	var whole []byte
 	if int64(len(body)) <= s.opts.MaxBodyBytes {
 		whole = body
@@ -90,7 +91,7 @@ func strictCall(s *Server, body []byte) (*hooks.Call, int, string) {
 	case req.Tool == "":
 		writeError(rec, http.StatusBadRequest, "tool is required")
 	default:
-		return req.call(), 0, ""
+		return callOf(&req), 0, ""
 	}
 	return nil, rec.Code, rec.Body.String()
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
 	"github.com/toolhooks/toolhooks/internal/sandbox"
 	"github.com/toolhooks/toolhooks/internal/tools"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // GatewayHookName is the hook name of denials the gateway itself makes.
@@ -230,27 +231,13 @@ func (s *Server) NotReadyReason() string {
 	return s.audit.notReady()
 }
 
-// ConfigStatus describes the configuration in force.
-type ConfigStatus struct {
-	// Revision is the configuration's content hash; empty before the first one.
-	Revision string `json:"revision"`
-	// IssuedAt is when its pusher issued it (Unix nanoseconds).
-	IssuedAt int64 `json:"issuedAt"`
-	// Hooks is the length of its hook list (not counting Options.Native).
-	Hooks int `json:"hooks"`
-	// Degraded names the plugin hooks currently not being called after
-	// repeated failures (see Options.Degraded); the controller reports them
-	// on the PluginHooks' Degraded condition.
-	Degraded []string `json:"degraded,omitempty"`
-}
-
 // Status returns the configuration in force.
-func (s *Server) Status() ConfigStatus {
+func (s *Server) Status() wire.ConfigStatus {
 	a := s.cur.Load()
 	if a.cfg == nil {
-		return ConfigStatus{}
+		return wire.ConfigStatus{}
 	}
-	st := ConfigStatus{Revision: a.cfg.Revision, IssuedAt: a.cfg.IssuedAt, Hooks: len(a.cfg.Hooks)}
+	st := wire.ConfigStatus{Revision: a.cfg.Revision, IssuedAt: a.cfg.IssuedAt, Hooks: len(a.cfg.Hooks)}
 	if s.opts.Degraded != nil {
 		st.Degraded = s.opts.Degraded()
 	}

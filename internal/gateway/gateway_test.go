@@ -18,6 +18,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/plugins"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 func TestBeforeTheFirstConfigurationEveryCallIsDeniedAndTheGatewayIsNotReady(t *testing.T) {
@@ -40,10 +41,10 @@ func TestBeforeTheFirstConfigurationEveryCallIsDeniedAndTheGatewayIsNotReady(t *
 	if d := e.decide("read_file", `{}`); d.Allowed || d.Denial == nil || d.Denial.Rule != "NoPolicy" {
 		t.Errorf("decision %+v", d)
 	}
-	var st gateway.ConfigStatus
+	var st wire.ConfigStatus
 	_, body := e.do(http.MethodGet, "/v1/config", "", nil, nil)
 	mustUnmarshal(t, body, &st)
-	if !reflect.DeepEqual(st, gateway.ConfigStatus{}) {
+	if !reflect.DeepEqual(st, wire.ConfigStatus{}) {
 		t.Errorf("config status %+v before any configuration", st)
 	}
 	recs := e.audit.Records()
@@ -68,10 +69,10 @@ func TestAPushPutsPoliciesInForce(t *testing.T) {
 	if status, body := e.do(http.MethodGet, "/readyz", "", nil, nil); status != http.StatusOK || !strings.Contains(string(body), cfg.Revision) {
 		t.Errorf("/readyz answered %d %s", status, body)
 	}
-	var st gateway.ConfigStatus
+	var st wire.ConfigStatus
 	_, body := e.do(http.MethodGet, "/v1/config", "", nil, nil)
 	mustUnmarshal(t, body, &st)
-	if !reflect.DeepEqual(st, gateway.ConfigStatus{Revision: cfg.Revision, IssuedAt: 100, Hooks: 2}) {
+	if !reflect.DeepEqual(st, wire.ConfigStatus{Revision: cfg.Revision, IssuedAt: 100, Hooks: 2}) {
 		t.Errorf("GET /v1/config = %+v", st)
 	}
 
@@ -84,7 +85,7 @@ func TestAPushPutsPoliciesInForce(t *testing.T) {
 		t.Errorf("forbidden read: %s %q", r.Status, r.Result)
 	}
 	if d := r.Denial; d == nil || d.Hook != "AutonomyPolicy/default/coding-agent" || d.Rule == "" || d.Reason == "" ||
-		d.Policy == nil || *d.Policy != (gateway.PolicyRef{Kind: "AutonomyPolicy", Namespace: "default", Name: "coding-agent"}) {
+		d.Policy == nil || *d.Policy != (wire.PolicyRef{Kind: "AutonomyPolicy", Namespace: "default", Name: "coding-agent"}) {
 		t.Errorf("denial %+v", r.Denial)
 	}
 	for _, tc := range []struct{ tool, args, status, result string }{
@@ -288,7 +289,7 @@ func TestBadRequestsGetAClearJSONError(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			status, body := e.do(tc.method, tc.path, tc.ctype, []byte(tc.body), map[string]string{"Authorization": "Bearer " + agentToken})
-			var er gateway.ErrorResponse
+			var er wire.ErrorResponse
 			if err := json.Unmarshal(body, &er); err != nil || er.Error == "" {
 				t.Errorf("body %q is not a JSON error", body)
 			}
@@ -486,7 +487,7 @@ kind: AutonomyPolicy
 metadata: {name: allow-all}
 spec: {}
 `))
-	done := make(chan gateway.ToolCallResponse)
+	done := make(chan wire.ToolCallResponse)
 	go func() { done <- e.call("slow", `{}`) }()
 	<-started
 	e.mustPush(compileYAML(t, e.ws, `apiVersion: policy.toolhooks.dev/v1alpha1

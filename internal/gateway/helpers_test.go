@@ -19,6 +19,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/policyfile"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 const testToken = "0123456789abcdef-test-token"
@@ -128,14 +129,14 @@ func (e *env) readAs(tok, session string) string {
 }
 
 // readResponse is readAs's whole answer.
-func (e *env) readResponse(tok, session string) gateway.ToolCallResponse {
+func (e *env) readResponse(tok, session string) wire.ToolCallResponse {
 	e.t.Helper()
 	code, body := e.postAs(tok, "/v1/tool-calls", map[string]any{"sessionId": session, "tool": "read_file",
 		"arguments": map[string]string{"path": "README.md"}})
 	if code != http.StatusOK {
 		e.t.Fatalf("answered %d %s", code, body)
 	}
-	var r gateway.ToolCallResponse
+	var r wire.ToolCallResponse
 	mustUnmarshal(e.t, body, &r)
 	return r
 }
@@ -154,7 +155,7 @@ func (e *env) postAs(tok, path string, v any) (int, []byte) {
 }
 
 // call makes a tool call that must be answered 200.
-func (e *env) call(tool, args string) gateway.ToolCallResponse {
+func (e *env) call(tool, args string) wire.ToolCallResponse {
 	e.t.Helper()
 	req := map[string]any{"sessionId": "session-1", "senderId": "agent", "tool": tool}
 	if args != "" {
@@ -164,19 +165,19 @@ func (e *env) call(tool, args string) gateway.ToolCallResponse {
 	if status != http.StatusOK {
 		e.t.Fatalf("tool call answered %d: %s", status, body)
 	}
-	var r gateway.ToolCallResponse
+	var r wire.ToolCallResponse
 	mustUnmarshal(e.t, body, &r)
 	return r
 }
 
 // decide asks /v1/decisions.
-func (e *env) decide(tool, args string) gateway.DecisionResponse {
+func (e *env) decide(tool, args string) wire.DecisionResponse {
 	e.t.Helper()
 	status, body := e.post("/v1/decisions", map[string]any{"sessionId": "session-1", "tool": tool, "arguments": json.RawMessage(args)})
 	if status != http.StatusOK {
 		e.t.Fatalf("decision answered %d: %s", status, body)
 	}
-	var r gateway.DecisionResponse
+	var r wire.DecisionResponse
 	mustUnmarshal(e.t, body, &r)
 	return r
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // API names (the api label of toolhooks_decision_duration_seconds).
@@ -82,7 +83,7 @@ func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res := s.run(r.Context(), apiToolCalls, call)
-	writeJSON(w, http.StatusOK, ToolCallResponse{
+	writeJSON(w, http.StatusOK, wire.ToolCallResponse{
 		Status:     string(res.Status),
 		Result:     res.Output,
 		Denial:     denialOf(res.Denial),
@@ -210,11 +211,11 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	st := s.Status()
 	anonymous := s.opts.Callers != nil && s.opts.Callers.AllowAnonymous
 	if reason := s.NotReadyReason(); reason != "" {
-		writeJSON(w, http.StatusServiceUnavailable, ReadyResponse{Revision: st.Revision, Reason: reason, Sandbox: s.opts.Sandbox.Status(),
+		writeJSON(w, http.StatusServiceUnavailable, wire.ReadyResponse{Revision: st.Revision, Reason: reason, Sandbox: s.opts.Sandbox.Status(),
 			AnonymousCallers: anonymous})
 		return
 	}
-	writeJSON(w, http.StatusOK, ReadyResponse{Ready: true, Revision: st.Revision, Sandbox: s.opts.Sandbox.Status(),
+	writeJSON(w, http.StatusOK, wire.ReadyResponse{Ready: true, Revision: st.Revision, Sandbox: s.opts.Sandbox.Status(),
 		AnonymousCallers: anonymous})
 }
 
@@ -276,7 +277,7 @@ const contentTypeJSON = "application/json"
 var contentTypeJSONHeader = []string{contentTypeJSON}
 
 // allowedBody is the answer of an allowed decision without warnings.
-var allowedBody = mustJSONLine(DecisionResponse{Allowed: true})
+var allowedBody = mustJSONLine(wire.DecisionResponse{Allowed: true})
 
 func mustJSONLine(v any) []byte {
 	b, err := json.Marshal(v)
@@ -313,5 +314,5 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, ErrorResponse{Error: msg})
+	writeJSON(w, status, wire.ErrorResponse{Error: msg})
 }

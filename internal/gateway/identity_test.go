@@ -12,6 +12,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // TestCallersMustAuthenticate: every call API refuses a caller without a
@@ -86,7 +87,7 @@ spec: {}
 		t.Errorf("anonymous posing as agent: %d, want 400", status)
 	}
 	status, body := e.do(http.MethodGet, "/readyz", "", nil, nil)
-	var r gateway.ReadyResponse
+	var r wire.ReadyResponse
 	if err := json.Unmarshal(body, &r); err != nil || status != http.StatusOK || !r.AnonymousCallers {
 		t.Fatalf("/readyz %d %s: anonymous callers not reported", status, body)
 	}

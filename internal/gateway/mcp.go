@@ -8,6 +8,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // apiMCP is the api label of calls made through the MCP endpoint (internal/mcpgate).
@@ -37,7 +38,7 @@ func (s *Server) Built() (revision string, entries []hooks.Entry, noPolicy strin
 }
 
 // DenialOf converts an executor decision into the API's denial (nil for nil).
-func DenialOf(d *hooks.Decision) *Denial { return denialOf(d) }
+func DenialOf(d *hooks.Decision) *wire.Denial { return denialOf(d) }
 
 // Callers is the authenticator of every API's callers (Options.Callers),
 // which the MCP endpoint shares.

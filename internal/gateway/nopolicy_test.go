@@ -14,11 +14,12 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // sentinelCall asks the gateway to create a sentinel file in the workspace
 // and reports whether the file exists afterwards.
-func (e *env) sentinelCall(name string) (gateway.ToolCallResponse, bool) {
+func (e *env) sentinelCall(name string) (wire.ToolCallResponse, bool) {
 	e.t.Helper()
 	r := e.call("write_file", `{"path":"`+name+`","content":"ran"}`)
 	_, err := os.Stat(filepath.Join(e.ws, name))
@@ -37,7 +38,7 @@ func (e *env) requireNoPolicy(why string) {
 		e.t.Errorf("%s: call %+v (tool ran: %v), want a NoPolicy denial", why, r, ran)
 	}
 	status, body := e.do(http.MethodGet, "/readyz", "", nil, nil)
-	var rr gateway.ReadyResponse
+	var rr wire.ReadyResponse
 	mustUnmarshal(e.t, body, &rr)
 	if status != http.StatusServiceUnavailable || rr.Ready || rr.Reason == "" {
 		e.t.Errorf("%s: /readyz answered %d %s", why, status, body)

@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // decisionJSON is the answer as writeJSON encodes it: json.Marshal of the
 // DecisionResponse and a newline.
 func decisionJSON(res *hooks.Result) []byte {
-	return mustJSONLine(DecisionResponse{
+	return mustJSONLine(wire.DecisionResponse{
 		Allowed:  res.Status == hooks.StatusAllowed,
 		Denial:   denialOf(res.Denial),
 		Warnings: warningsOf(res.Warnings),

@@ -16,6 +16,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/sandbox"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // soundEnv is a gateway whose audit log is a real file outside the
@@ -53,7 +54,7 @@ func newSoundEnv(t *testing.T, policy string) *soundEnv {
 }
 
 // run makes one tool call and counts it.
-func (s *soundEnv) run(tool, args string) gateway.ToolCallResponse {
+func (s *soundEnv) run(tool, args string) wire.ToolCallResponse {
 	s.t.Helper()
 	s.calls++
 	return s.call(tool, args)
@@ -112,7 +113,7 @@ func (s *soundEnv) sentinelsIntact() {
 }
 
 // noSecrets checks that a result shows neither secret.
-func noSecrets(t *testing.T, what string, r gateway.ToolCallResponse) {
+func noSecrets(t *testing.T, what string, r wire.ToolCallResponse) {
 	t.Helper()
 	if strings.Contains(r.Result, "top-secret") || strings.Contains(r.Result, "outside-secret") {
 		t.Errorf("%s leaked a secret: %+v", what, r)
@@ -309,7 +310,7 @@ func TestFileToolsCannotReachTheGatewaysStreams(t *testing.T) {
 			}
 		}
 	}
-	var results []gateway.ToolCallResponse
+	var results []wire.ToolCallResponse
 	paths := []string{"/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2", "/proc/self/fd/1", "/proc/self/fd/2",
 		"/dev/fd/" + strconv.Itoa(auditFD), "/proc/self/fd/" + strconv.Itoa(auditFD), s.auditPath,
 		"/proc/" + strconv.Itoa(os.Getpid()) + "/root" + s.auditPath, "../audit.log", "/dev/null"}
@@ -424,7 +425,7 @@ func TestWithoutLandlockToolCallsAreRefusedUnlessTheSandboxIsOff(t *testing.T) {
 				}
 			}
 			status, body := e.do("GET", "/readyz", "", nil, nil)
-			var ready gateway.ReadyResponse
+			var ready wire.ReadyResponse
 			mustUnmarshal(t, body, &ready)
 			if status != 200 || !ready.Ready || !strings.HasPrefix(ready.Sandbox, tc.ready) {
 				t.Errorf("/readyz %d %+v", status, ready)

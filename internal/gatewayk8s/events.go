@@ -17,12 +17,7 @@ import (
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
-)
-
-// Event reasons the gateway emits on policy objects.
-const (
-	ReasonToolCallDenied = "ToolCallDenied"
-	ReasonToolCallWarned = "ToolCallWarned"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // maxNote and maxAction are the longest note and action the events API accepts.
@@ -101,9 +96,9 @@ func (e *Events) Denied(_ context.Context, call *hooks.Call, d hooks.Decision) {
 		APIVersion: policyv1alpha1.GroupVersion.String(), Kind: d.Policy.Kind,
 		Namespace: d.Policy.Namespace, Name: d.Policy.Name, UID: types.UID(d.Policy.UID),
 	}
-	reason, eventType, verb := ReasonToolCallDenied, corev1.EventTypeWarning, "Denied"
+	reason, eventType, verb := wire.ReasonToolCallDenied, corev1.EventTypeWarning, "Denied"
 	if d.Action == hooks.ActionWarn {
-		reason, eventType, verb = ReasonToolCallWarned, corev1.EventTypeNormal, "Would deny"
+		reason, eventType, verb = wire.ReasonToolCallWarned, corev1.EventTypeNormal, "Would deny"
 	}
 	var related runtime.Object
 	if e.pod.Name != "" {

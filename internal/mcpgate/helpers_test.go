@@ -24,6 +24,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/mcpgate"
 	"github.com/toolhooks/toolhooks/internal/policyfile"
 	"github.com/toolhooks/toolhooks/internal/tools"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 const (
@@ -223,14 +224,14 @@ func text(res *mcp.CallToolResult) string {
 }
 
 // denialOf decodes a result's structured denial; nil when there is none.
-func denialOf(t testing.TB, res *mcp.CallToolResult) *gateway.Denial {
+func denialOf(t testing.TB, res *mcp.CallToolResult) *wire.Denial {
 	t.Helper()
 	b, err := json.Marshal(res.StructuredContent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sc struct {
-		Denial *gateway.Denial `json:"denial"`
+		Denial *wire.Denial `json:"denial"`
 	}
 	if err := json.Unmarshal(b, &sc); err != nil {
 		t.Fatalf("structuredContent %s: %v", b, err)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // listing computes, once per configuration in force, which tools the hooks
@@ -17,11 +18,11 @@ type listing struct {
 
 type deniedSet struct {
 	revision, noPolicy string
-	tools              map[string]*gateway.Denial
+	tools              map[string]*wire.Denial
 }
 
 // denied maps the tools denied outright to the denial a call would get.
-func (l *listing) denied() map[string]*gateway.Denial {
+func (l *listing) denied() map[string]*wire.Denial {
 	rev, entries, noPolicy := l.gw.Built()
 	if c := l.cache.Load(); c != nil && c.revision == rev && c.noPolicy == noPolicy {
 		return c.tools
@@ -37,11 +38,11 @@ func (l *listing) denied() map[string]*gateway.Denial {
 // this gateway cannot enforce); the first denial of a tool is the one a call
 // would get. While the gateway denies every call for want of a policy, every
 // tool is denied.
-func outrightDenials(entries []hooks.Entry, noPolicy string, names []string) map[string]*gateway.Denial {
-	out := map[string]*gateway.Denial{}
+func outrightDenials(entries []hooks.Entry, noPolicy string, names []string) map[string]*wire.Denial {
+	out := map[string]*wire.Denial{}
 	if noPolicy != "" {
 		for _, n := range names {
-			out[n] = &gateway.Denial{Hook: gateway.GatewayHookName, Rule: gateway.RuleNoPolicy, Reason: noPolicy}
+			out[n] = &wire.Denial{Hook: gateway.GatewayHookName, Rule: gateway.RuleNoPolicy, Reason: noPolicy}
 		}
 		return out
 	}

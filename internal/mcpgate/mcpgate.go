@@ -48,6 +48,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // Path is where the MCP endpoint is served.
@@ -221,7 +222,7 @@ func toResult(res *hooks.Result, up *slot, typed bool) *mcp.CallToolResult {
 		out.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 	}
 	if len(res.Warnings) > 0 {
-		ws := make([]*gateway.Denial, len(res.Warnings))
+		ws := make([]*wire.Denial, len(res.Warnings))
 		for i := range res.Warnings {
 			ws[i] = gateway.DenialOf(&res.Warnings[i])
 		}

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 	"github.com/toolhooks/toolhooks/internal/mcpgate"
+	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
 // npmDir holds the pinned third-party MCP packages (make mcp-npm installs them).
@@ -46,7 +46,7 @@ type npmClientOutput struct {
 		IsError bool   `json:"isError"`
 		Text    string `json:"text"`
 		Meta    struct {
-			Denial *gateway.Denial `json:"toolhooks.dev/denial"`
+			Denial *wire.Denial `json:"toolhooks.dev/denial"`
 		} `json:"meta"`
 	} `json:"results"`
 }

@@ -1,0 +1,133 @@
+// Package wire declares the JSON bodies of the gateway's HTTP API and the
+// reasons of the Kubernetes Events the gateway emits. It imports only the
+// standard library, so that clients (the CLI, the controller, the Claude
+// Code hook) share the gateway's declarations without linking the gateway.
+package wire
+
+import "encoding/json"
+
+// ToolCallRequest is the body of POST /v1/tool-calls and POST /v1/decisions.
+//
+// Arguments is one JSON object, or absent or null for none. The gateway
+// hands it to its executor as raw text, whose strict parser is the one
+// authority. A JSON string is taken as the arguments' JSON text (the form
+// of OpenAI-style function calls). Any other value (an array, a number) is
+// not rejected by the decoder but denied by the executor (hook "arguments",
+// rule InvalidArguments), so that the attempt is audited like every denial.
+type ToolCallRequest struct {
+	SessionID string `json:"sessionId"`
+	ChannelID string `json:"channelId"`
+	// SenderID, when given, must be the authenticated caller's username
+	// (the call's sender is always that caller); another name is answered 400.
+	SenderID      string          `json:"senderId"`
+	CorrelationID string          `json:"correlationId"`
+	Tool          string          `json:"tool"`
+	Arguments     json.RawMessage `json:"arguments,omitempty"`
+	Streaming     bool            `json:"streaming"`
+}
+
+// DecisionRequest is a POST /v1/decisions body without the streaming flag:
+// a ToolCallRequest whose Streaming is false, with the same members.
+type DecisionRequest struct {
+	SessionID     string          `json:"sessionId"`
+	ChannelID     string          `json:"channelId"`
+	SenderID      string          `json:"senderId"`
+	CorrelationID string          `json:"correlationId"`
+	Tool          string          `json:"tool"`
+	Arguments     json.RawMessage `json:"arguments,omitempty"`
+}
+
+// PolicyRef names the policy object behind a denial.
+type PolicyRef struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// Denial explains a denial or a warn-mode would-deny.
+type Denial struct {
+	// Hook is the deciding hook's name, as in the denial text.
+	Hook string `json:"hook"`
+	// Policy is the object the hook was compiled from; absent for the
+	// gateway's own denials (hooks "gateway", "arguments", "context") and
+	// for native hooks'.
+	Policy *PolicyRef `json:"policy,omitempty"`
+	// Rule is the machine-readable rule that decided.
+	Rule string `json:"rule"`
+	// Reason is a human explanation.
+	Reason string `json:"reason"`
+	// EnforcementAction is Deny or Warn.
+	EnforcementAction string `json:"enforcementAction,omitempty"`
+}
+
+// ToolCallResponse is the answer of POST /v1/tool-calls.
+type ToolCallResponse struct {
+	// Status is succeeded, failed, denied, timed_out or unknown_tool.
+	Status string `json:"status"`
+	// Result is the text for the model: the tool's output or the gateway's
+	// own text ("Tool execution denied by hook: <hook>", "Error: ...").
+	Result string `json:"result"`
+	// Denial explains a denied call.
+	Denial *Denial `json:"denial,omitempty"`
+	// Warnings are would-be denials of hooks in warn mode.
+	Warnings []Denial `json:"warnings,omitempty"`
+	// DurationMs is how long the tool ran, in milliseconds.
+	DurationMs float64 `json:"durationMs"`
+}
+
+// DecisionResponse is the answer of POST /v1/decisions.
+type DecisionResponse struct {
+	// Allowed says whether the call may run.
+	Allowed bool `json:"allowed"`
+	// Denial explains a denied call.
+	Denial *Denial `json:"denial,omitempty"`
+	// Warnings are would-be denials of hooks in warn mode.
+	Warnings []Denial `json:"warnings,omitempty"`
+}
+
+// ErrorResponse is the body of every 4xx and 5xx answer.
+type ErrorResponse struct {
+	Error string `json:"error"`
+}
+
+// ReadyResponse is the body of GET /readyz.
+type ReadyResponse struct {
+	// Ready is true when a configuration holding a policy is in force and
+	// the audit sink is writing.
+	Ready bool `json:"ready"`
+	// Revision is the configuration in force.
+	Revision string `json:"revision,omitempty"`
+	// Reason says why the gateway is not ready.
+	Reason string `json:"reason,omitempty"`
+	// Sandbox describes how the processes tools start are confined, e.g.
+	// "landlock ABI 7, network denied (no TCP bind or connect)", "off: ..."
+	// or "unavailable: ..." (tools refused).
+	Sandbox string `json:"sandbox,omitempty"`
+	// AnonymousCallers is true when callers without a token are accepted
+	// (as system:anonymous).
+	AnonymousCallers bool `json:"anonymousCallers,omitempty"`
+}
+
+// ConfigStatus describes the configuration in force: the body of
+// GET /v1/config, which the controller reads to decide whether to push.
+type ConfigStatus struct {
+	// Revision is the configuration's content hash; empty before the first one.
+	Revision string `json:"revision"`
+	// IssuedAt is when its pusher issued it (Unix nanoseconds).
+	IssuedAt int64 `json:"issuedAt"`
+	// Hooks is the length of its hook list (not counting native hooks).
+	Hooks int `json:"hooks"`
+	// Degraded names the plugin hooks currently not being called after
+	// repeated failures; the controller reports them on the PluginHooks'
+	// Degraded condition.
+	Degraded []string `json:"degraded,omitempty"`
+}
+
+// Reasons of the Events the gateway records on the policy object that
+// decided a call.
+const (
+	// ReasonToolCallDenied marks a denial (a Warning Event).
+	ReasonToolCallDenied = "ToolCallDenied"
+	// ReasonToolCallWarned marks a warn-mode would-deny (a Normal Event).
+	ReasonToolCallWarned = "ToolCallWarned"
+)
