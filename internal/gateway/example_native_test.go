@@ -20,14 +20,12 @@ import (
 )
 
 // A custom gateway build appends its own Go hooks after the compiled hook
-// list (AuditLog, policies, PluginHooks): it registers them in a
-// hooks.Registry and passes the entries as Options.Native. A policy that
-// denies a call decides before them; a call the policies allow still meets
-// them.
+// list (AuditLog, policies, PluginHooks): it passes them as Options.Native.
+// A policy that denies a call decides before them; a call the policies allow
+// still meets them.
 func ExampleOptions_native() {
 	// The build's own hook: never delete or drop a database.
-	var native hooks.Registry
-	err := native.Register(hooks.HookFuncs{
+	native := []hooks.Entry{{Hook: hooks.HookFuncs{
 		HookName: "no-database-deletes",
 		BeforeFunc: func(_ context.Context, call *hooks.Call) (hooks.Verdict, error) {
 			if strings.HasPrefix(call.Tool, "delete_") || strings.HasPrefix(call.Tool, "drop_") {
@@ -35,10 +33,7 @@ func ExampleOptions_native() {
 			}
 			return hooks.Allow, nil
 		},
-	})
-	if err != nil {
-		panic(err)
-	}
+	}}}
 
 	ws, err := os.MkdirTemp("", "workspace")
 	if err != nil {
@@ -55,7 +50,7 @@ func ExampleOptions_native() {
 		Tools:     []hooks.Tool{tool("query_database"), tool("delete_database"), tool("drop_database")},
 		Audit:     audit.SinkFunc(func(context.Context, audit.Record) error { return nil }),
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Native:    native.Entries(),
+		Native:    native,
 		// Callers without a token are accepted as system:anonymous (development only).
 		Callers: &authn.Request{AllowAnonymous: true},
 	})
