@@ -12,8 +12,7 @@ import (
 // DenialSink is told of every denial and every warn-mode would-deny
 // (d.Action == hooks.ActionWarn), for example to record it as a Kubernetes
 // Event on the policy object (d.Policy). Denials the gateway makes itself
-// (hook "gateway", "arguments" or "context") and those of native hooks
-// (Options.Native, unless their entry names a policy) carry no policy. Calls are made
+// (hook "gateway", "arguments" or "context") carry no policy. Calls are made
 // one at a time from a single goroutine, off the request path, with a
 // context that ends when the Server is closed; a slow sink only makes the
 // gateway drop denials (counted in toolhooks_denial_events_dropped_total),

@@ -32,8 +32,6 @@ const (
 	RuleCancelled = "Cancelled"
 	// RuleDenied is filled in when a hook denies without naming a rule.
 	RuleDenied = "Denied"
-	// RulePlainHookDenied: a plain hook's BeforeExecute returned false.
-	RulePlainHookDenied = "PlainHookDenied"
 	// RuleAuditFailed: a ToolGate (the audit hook) could not record the
 	// allowed call before its tool would run.
 	RuleAuditFailed = "AuditFailed"

@@ -34,7 +34,7 @@ const (
 )
 
 // PolicyRef names the object a hook was compiled from, so a denial can name its policy.
-// The zero value means a hook that no policy object configured (a native hook, say).
+// The zero value means a hook that no policy object configured (a test's hook, say).
 type PolicyRef struct {
 	Kind       string `json:"kind,omitempty"`
 	Namespace  string `json:"namespace,omitempty"`
@@ -58,7 +58,7 @@ type Call struct {
 	Tool   string
 	// Args is the parsed argument object (never nil after NewCall; {} when absent).
 	Args map[string]any
-	// ArgsJSON is the raw argument text as received (for plain hooks and lengths).
+	// ArgsJSON is the raw argument text as received (sent to plugins, and its length audited).
 	ArgsJSON string
 	// ArgsErr is set when ArgsJSON was not one JSON object; Args is then empty.
 	ArgsErr error

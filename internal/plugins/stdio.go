@@ -29,9 +29,6 @@ import (
 //go:embed js/bridge.mjs
 var bridgeSource string
 
-// BridgeSource returns the embedded Node.js plugin bridge (js/bridge.mjs).
-func BridgeSource() string { return bridgeSource }
-
 // ProtocolEnv is the environment variable that, set to "raw" in a stdio
 // transport's env, stops the gateway from inserting the Node.js bridge: the
 // script then speaks the protocol itself.

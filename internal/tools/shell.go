@@ -246,7 +246,7 @@ func (s *shellRun) chdir(ctx context.Context, args []string) error {
 	if v := hc.Env.Get("CDPATH"); v.IsSet() && v.String() != "" && !filepath.IsAbs(t) {
 		return userErrorf("%s: cd with CDPATH set is not supported", Shell)
 	}
-	real, err := s.w.res.ResolveFrom(hc.Dir, t)
+	real, err := s.w.res.ResolveFromMemo(nil, hc.Dir, t)
 	if err != nil || !s.w.res.Within(real) {
 		return userErrorf("%s: %s %s leaves the workspace", Shell, args[0], t)
 	}

@@ -49,8 +49,7 @@ type Denial struct {
 	// Hook is the deciding hook's name, as in the denial text.
 	Hook string `json:"hook"`
 	// Policy is the object the hook was compiled from; absent for the
-	// gateway's own denials (hooks "gateway", "arguments", "context") and
-	// for native hooks'.
+	// gateway's own denials (hooks "gateway", "arguments", "context").
 	Policy *PolicyRef `json:"policy,omitempty"`
 	// Rule is the machine-readable rule that decided.
 	Rule string `json:"rule"`
@@ -115,7 +114,7 @@ type ConfigStatus struct {
 	Revision string `json:"revision"`
 	// IssuedAt is when its pusher issued it (Unix nanoseconds).
 	IssuedAt int64 `json:"issuedAt"`
-	// Hooks is the length of its hook list (not counting native hooks).
+	// Hooks is the length of its hook list .
 	Hooks int `json:"hooks"`
 	// Degraded names the plugin hooks currently not being called after
 	// repeated failures; the controller reports them on the PluginHooks'

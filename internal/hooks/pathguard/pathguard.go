@@ -127,7 +127,7 @@ func swapLastCase(p string) string {
 
 // Resolve returns the real absolute path p names. "~" and "~/x" expand to
 // the user's home; relative paths are joined to the workspace root (never the
-// process directory). See ResolveFrom.
+// process directory). See ResolveFromMemo.
 func (r *Resolver) Resolve(p string) (string, error) {
 	return r.ResolveFromMemo(nil, r.Real, p)
 }
@@ -137,8 +137,10 @@ func (r *Resolver) ResolveMemo(m *Memo, p string) (string, error) {
 	return r.ResolveFromMemo(m, r.Real, p)
 }
 
-// ResolveFrom is Resolve with relative paths joined to base (an absolute
-// directory, normally itself a result of Resolve) instead of the workspace.
+// ResolveFromMemo is Resolve with relative paths joined to base (an absolute
+// directory, normally itself a result of Resolve) instead of the workspace,
+// and the lookups remembered in m, which must belong to the current call's
+// decision (see Memo); nil means none.
 //
 // Components are walked left to right: ".." moves to the parent of the real
 // path reached so far, every other component is joined and Lstat'ed, and a
@@ -147,12 +149,6 @@ func (r *Resolver) ResolveMemo(m *Memo, p string) (string, error) {
 // lexically; a ".." that climbs back into existing directories resumes
 // symlink resolution. Any other lookup error (permission denied, not a
 // directory, name too long) fails, so callers deny.
-func (r *Resolver) ResolveFrom(base, p string) (string, error) {
-	return r.ResolveFromMemo(nil, base, p)
-}
-
-// ResolveFromMemo is ResolveFrom with the lookups remembered in m, which
-// must belong to the current call's decision (see Memo); nil means none.
 func (r *Resolver) ResolveFromMemo(m *Memo, base, p string) (string, error) {
 	if p == "" {
 		return "", ErrEmptyPath
