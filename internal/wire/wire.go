@@ -114,7 +114,7 @@ type ConfigStatus struct {
 	Revision string `json:"revision"`
 	// IssuedAt is when its pusher issued it (Unix nanoseconds).
 	IssuedAt int64 `json:"issuedAt"`
-	// Hooks is the length of its hook list .
+	// Hooks is the length of its hook list.
 	Hooks int `json:"hooks"`
 	// Degraded names the plugin hooks currently not being called after
 	// repeated failures; the controller reports them on the PluginHooks'
