@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/toolhooks/toolhooks/internal/jsonscan"
 )
 
 // PlainHook is a hook that needs only the tool name and the raw arguments
@@ -43,7 +41,7 @@ func (p plainHook) Name() string { return p.h.Name() }
 
 // Before calls BeforeExecute with the tool name and the arguments text.
 func (p plainHook) Before(ctx context.Context, call *Call) (Verdict, error) {
-	ok, err := p.h.BeforeExecute(ctx, call.Tool, plainArgs(call))
+	ok, err := p.h.BeforeExecute(ctx, call.Tool, call.ArgsText())
 	if err != nil {
 		return Verdict{}, fmt.Errorf("before-execute: %w", err)
 	}
@@ -68,18 +66,10 @@ func (p plainHook) TryAfter(ctx context.Context, call *Call, res *Result) error 
 	default:
 		return nil
 	}
-	if err := p.h.AfterExecute(ctx, call.Tool, plainArgs(call), res.Output, res.Duration, res.Failed); err != nil {
+	if err := p.h.AfterExecute(ctx, call.Tool, call.ArgsText(), res.Output, res.Duration, res.Failed); err != nil {
 		return fmt.Errorf("after-execute: %w", err)
 	}
 	return nil
-}
-
-// plainArgs is the arguments text a plain hook receives: "{}" when absent.
-func plainArgs(call *Call) string {
-	if jsonscan.IsBlank(call.ArgsJSON) {
-		return "{}"
-	}
-	return call.ArgsJSON
 }
 
 // HookFuncs is a Hook built from functions, for native hooks and tests. A nil
