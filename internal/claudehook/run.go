@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 )
 
 // Exit codes of the Claude Code hook protocol.
@@ -156,7 +158,7 @@ func deny(stderr io.Writer, format string, a ...any) int {
 // Decide asks the gateway's POST /v1/decisions about call. Any answer but a
 // 200 with a decision is an error.
 func Decide(ctx context.Context, o Options, in *Input, call Call) (*Decision, error) {
-	args, err := json.Marshal(call.Args)
+	args, err := strictjson.Marshal(call.Args)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the arguments: %w", err)
 	}
