@@ -17,9 +17,9 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
-// decodeSeeds are request bodies the fast decoder must get right: plain
-// ones it takes, and tricky ones it must leave to the strict decoder, or
-// take with exactly the strict decoder's result.
+// decodeSeeds are request bodies around the edges of the request decoder:
+// plain ones it takes, and tricky ones (escapes, case variants, repeated
+// keys, invalid UTF-8, lone surrogates, nulls, trailing data, deep nesting).
 var decodeSeeds = []string{
 	`{"sessionId":"s-1","senderId":"agent","tool":"read_file","arguments":{"path":"src/main.go"}}`,
 	` {"tool":"shell","arguments":{"command":"go test ./...","cwd":"src"},"streaming":true} ` + "\n\t\r",
