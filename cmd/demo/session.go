@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/config/samples"
 	"github.com/toolhooks/toolhooks/internal/compile"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/policyfile"
 )
 
@@ -159,12 +160,12 @@ func approvalService() (url string, stop func(), err error) {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		var args struct {
-			Path string `json:"path"`
-		}
-		_ = json.Unmarshal([]byte(req.Params.Arguments), &args) // a call without a path is approved
+		// The arguments as the gateway's hooks and tools read them; a call
+		// without a path is approved.
+		args, _ := hooks.ParseArgs(req.Params.Arguments)
+		path, _ := args["path"].(string)
 		verdict := map[string]any{"allow": true}
-		if strings.Contains(filepath.ToSlash(args.Path), ".github/") {
+		if strings.Contains(filepath.ToSlash(path), ".github/") {
 			verdict = map[string]any{"allow": false, "reason": "changes to CI workflows need a human approval (ticket required)"}
 		}
 		w.Header().Set("Content-Type", "application/json")

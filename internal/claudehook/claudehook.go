@@ -80,13 +80,15 @@ type Input struct {
 	ToolResponse   json.RawMessage `json:"tool_response"`
 }
 
-// inputKeys are Input's JSON names.
-var inputKeys = []string{"session_id", "transcript_path", "cwd", "permission_mode", "hook_event_name",
-	"tool_name", "tool_input", "tool_use_id", "tool_response"}
+// inputOptions admit Input's JSON names spelled exactly, and other keys
+// Claude Code may add.
+var inputOptions = strictjson.Options{Keys: []string{"session_id", "transcript_path", "cwd", "permission_mode",
+	"hook_event_name", "tool_name", "tool_input", "tool_use_id", "tool_response"}, AllowUnknown: true}
 
 // ReadInput reads and checks one hook event: a single JSON object of at
-// most MaxInputBytes with hook_event_name, session_id and tool_name set and
-// tool_input an object (absent or null counts as {}).
+// most MaxInputBytes that keeps strictjson's rules (the parser the gateway
+// reads the arguments with), with hook_event_name, session_id and
+// tool_name set and tool_input an object (absent or null counts as {}).
 func ReadInput(r io.Reader) (*Input, error) {
 	b, err := io.ReadAll(io.LimitReader(r, MaxInputBytes+1))
 	if err != nil {
@@ -98,21 +100,12 @@ func ReadInput(r io.Reader) (*Input, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fmt.Errorf("%w: stdin is empty; Claude Code sends the hook event as one JSON object", ErrBadInput)
 	}
-	if json.Valid(b) {
-		// Known keys spelled exactly (encoding/json would let "TOOL_NAME"
-		// stand for tool_name) and once, valid UTF-8 throughout; other keys
-		// Claude Code may add are allowed.
-		if _, err := strictjson.CheckObject(b, strictjson.Options{Keys: inputKeys, AllowUnknown: true}); err != nil {
-			return nil, fmt.Errorf("%w: stdin is not a hook event JSON object: %w", ErrBadInput, err)
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	var in Input
-	if err := dec.Decode(&in); err != nil {
-		return nil, fmt.Errorf("%w: stdin is not a hook event JSON object: %w", ErrBadInput, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	in, err := parseInput(b)
+	switch {
+	case errors.Is(err, strictjson.ErrTrailingData):
 		return nil, fmt.Errorf("%w: unexpected data after the JSON object on stdin", ErrBadInput)
+	case err != nil:
+		return nil, fmt.Errorf("%w: stdin is not a hook event JSON object: %w", ErrBadInput, err)
 	}
 	var missing []string
 	if in.HookEventName == "" {
@@ -127,10 +120,47 @@ func ReadInput(r io.Reader) (*Input, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%w: missing %s", ErrBadInput, strings.Join(missing, ", "))
 	}
-	return &in, nil
+	return in, nil
 }
 
-// toolArgs decodes tool_input as an object.
+// parseInput reads b, one hook event.
+func parseInput(b []byte) (*Input, error) {
+	in := new(Input)
+	err := strictjson.Decode(b, func(d *strictjson.Decoder) error {
+		return d.Object(&inputOptions, func(key string) (err error) {
+			var raw []byte
+			switch key {
+			case "session_id":
+				in.SessionID, err = d.String()
+			case "transcript_path":
+				in.TranscriptPath, err = d.String()
+			case "cwd":
+				in.Cwd, err = d.String()
+			case "permission_mode":
+				in.PermissionMode, err = d.String()
+			case "hook_event_name":
+				in.HookEventName, err = d.String()
+			case "tool_name":
+				in.ToolName, err = d.String()
+			case "tool_use_id":
+				in.ToolUseID, err = d.String()
+			case "tool_input":
+				raw, err = d.Raw()
+				in.ToolInput = bytes.Clone(raw)
+			case "tool_response":
+				raw, err = d.Raw()
+				in.ToolResponse = bytes.Clone(raw)
+			default:
+				err = d.Skip()
+			}
+			return err
+		})
+	})
+	return in, err
+}
+
+// toolArgs reads tool_input as an object, with strictjson as the gateway
+// reads the arguments.
 func (in *Input) toolArgs() (map[string]any, error) {
 	raw := bytes.TrimSpace(in.ToolInput)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
@@ -139,10 +169,8 @@ func (in *Input) toolArgs() (map[string]any, error) {
 	if raw[0] != '{' {
 		return nil, fmt.Errorf("%w: tool_input of %s is not a JSON object", ErrBadInput, in.ToolName)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
+	m, err := strictjson.Parse(string(raw))
+	if err != nil {
 		return nil, fmt.Errorf("%w: tool_input of %s: %w", ErrBadInput, in.ToolName, err)
 	}
 	return m, nil

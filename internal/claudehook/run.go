@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
@@ -158,7 +159,7 @@ func deny(stderr io.Writer, format string, a ...any) int {
 // Decide asks the gateway's POST /v1/decisions about call. Any answer but a
 // 200 with a decision is an error.
 func Decide(ctx context.Context, o Options, in *Input, call Call) (*wire.DecisionResponse, error) {
-	args, err := json.Marshal(call.Args)
+	args, err := strictjson.Marshal(call.Args)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the arguments: %w", err)
 	}

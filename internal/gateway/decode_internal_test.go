@@ -2,19 +2,25 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
-// decodeSeeds are request bodies the fast decoder must get right: plain
-// ones it takes, and tricky ones it must leave to the strict decoder, or
-// take with exactly the strict decoder's result.
+// decodeSeeds are request bodies around the edges of the request decoder:
+// plain ones it takes, and tricky ones (escapes, case variants, repeated
+// keys, invalid UTF-8, lone surrogates, nulls, trailing data, deep nesting).
 var decodeSeeds = []string{
 	`{"sessionId":"s-1","senderId":"agent","tool":"read_file","arguments":{"path":"src/main.go"}}`,
 	` {"tool":"shell","arguments":{"command":"go test ./...","cwd":"src"},"streaming":true} ` + "\n\t\r",
@@ -73,30 +79,10 @@ var decodeSeeds = []string{
 	`{"tool":"t","arguments":` + strings.Repeat(`{"a":`, 70) + `1` + strings.Repeat(`}`, 70) + `}`,
 }
 
-// testServer is enough of a Server for decodeCall and decodeJSON.
+// testServer is enough of a Server for decodeBodyCall.
 func testServer(limit int64) *Server { return &Server{opts: Options{MaxBodyBytes: limit}} }
 
-// strictCall is the strict decoder alone. It returns the call, or the status and the error body.
-func strictCall(s *Server, body []byte) (*hooks.Call, int, string) {
-	rec := httptest.NewRecorder()
-	var req wire.ToolCallRequest
-	var whole []byte
-	if int64(len(body)) <= s.opts.MaxBodyBytes {
-		whole = body
-	}
-	status, err := s.decodeStrict(rec, bytes.NewReader(body), whole, &req)
-	switch {
-	case err != nil:
-		writeError(rec, status, err.Error())
-	case req.Tool == "":
-		writeError(rec, http.StatusBadRequest, "tool is required")
-	default:
-		return callOf(&req), 0, ""
-	}
-	return nil, rec.Code, rec.Body.String()
-}
-
-// decodedCall runs decodeBodyCall, with the fast decoder, on body.
+// decodedCall runs decodeBodyCall on body.
 func decodedCall(s *Server, body []byte) (*hooks.Call, int, string) {
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodPost, "/v1/decisions", bytes.NewReader(body))
@@ -108,6 +94,103 @@ func decodedCall(s *Server, body []byte) (*hooks.Call, int, string) {
 	return call, 0, ""
 }
 
+// lenientCall decodes body with encoding/json as the gateway's decoder
+// reads it, but without the strict rules: keys match ignoring case, the
+// last of a repeated key wins, invalid UTF-8 and lone surrogates become
+// U+FFFD. It returns false where encoding/json rejects the body.
+func lenientCall(body []byte) (*wire.ToolCallRequest, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req wire.ToolCallRequest
+	if dec.Decode(&req) != nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, false
+	}
+	return &req, true
+}
+
+// breaksStrictRules reports whether body breaks one of the rules that
+// strictjson adds to encoding/json: a key in another case or twice at the
+// top level, a key twice in a nested object, invalid UTF-8, an escaped
+// surrogate (even a valid pair counts here).
+func breaksStrictRules(body []byte) bool {
+	if !utf8.Valid(body) || surrogateEscape.Match(body) {
+		return true
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	type frame struct {
+		keys   map[string]bool
+		object bool
+		key    bool // the next string is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			k := tok.(string)
+			if top.keys[k] || (len(stack) == 1 && !slices.Contains(toolCallOptions.Keys, k)) {
+				return true
+			}
+			top.keys[k], top.key = true, false
+			continue
+		}
+		if top != nil && top.object {
+			top.key = true
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{keys: map[string]bool{}, object: true, key: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// surrogateEscape matches a \u escape of a UTF-16 surrogate.
+var surrogateEscape = regexp.MustCompile(`\\u[dD][89a-fA-F]`)
+
+// checkDecode is the differential test of the request decoder: what it
+// accepts encoding/json reads as the same request, and the call's
+// arguments are exactly what ParseArgs gives for its arguments text (the
+// view of every hook and tool); what it rejects and encoding/json accepts
+// breaks one of the strict rules.
+func checkDecode(t *testing.T, body []byte) {
+	t.Helper()
+	got, status, msg := decodedCall(testServer(1<<20), body)
+	want, ok := lenientCall(body)
+	if got == nil {
+		if ok && want.Tool != "" && !breaksStrictRules(body) {
+			t.Fatalf("%q rejected (%d %s), but encoding/json reads %+v and it keeps the strict rules", body, status, msg, want)
+		}
+		return
+	}
+	if !ok {
+		t.Fatalf("%q accepted as %+v, encoding/json rejects it", body, got)
+	}
+	if w := callOf(want); !sameCall(got, w) {
+		t.Fatalf("%q: the decoder gives %+v, encoding/json %+v", body, got, w)
+	}
+	args, err := hooks.ParseArgs(got.ArgsJSON)
+	if (err == nil) != (got.ArgsErr == nil) || !reflect.DeepEqual(args, got.Args) {
+		t.Fatalf("%q: the call's arguments %#v (%v), ParseArgs of its text %#v (%v)", body, got.Args, got.ArgsErr, args, err)
+	}
+}
+
 // sameCall reports whether two calls carry the same request.
 func sameCall(a, b *hooks.Call) bool {
 	return a.Tool == b.Tool && a.SessionID == b.SessionID && a.ChannelID == b.ChannelID && a.SenderID == b.SenderID &&
@@ -115,36 +198,10 @@ func sameCall(a, b *hooks.Call) bool {
 		(a.ArgsErr == nil) == (b.ArgsErr == nil) && reflect.DeepEqual(a.Args, b.Args)
 }
 
-// checkDecode checks the fast decoder against the strict one on body: what
-// fastCall accepts the strict decoder accepts with the same request,
-// and decodeCall as a whole answers exactly as the strict decoder alone,
-// with a large and a small body limit.
-func checkDecode(t *testing.T, body []byte) {
-	t.Helper()
-	big := testServer(1 << 20)
-	if got, ok := fastCall(body); ok {
-		want, status, msg := strictCall(big, body)
-		if want == nil {
-			t.Fatalf("fast decoder accepted %q, the strict decoder answers %d %s", body, status, msg)
-		}
-		if !sameCall(got, want) {
-			t.Fatalf("fast decoder on %q: %+v, strict decoder: %+v", body, got, want)
-		}
-	}
-	for _, s := range []*Server{big, testServer(64)} {
-		want, wantStatus, wantMsg := strictCall(s, body)
-		got, status, msg := decodedCall(s, body)
-		if (got == nil) != (want == nil) || status != wantStatus || msg != wantMsg || (got != nil && !sameCall(got, want)) {
-			t.Fatalf("limit %d, body %q: decodeCall gave %+v %d %q, the strict decoder %+v %d %q",
-				s.opts.MaxBodyBytes, body, got, status, msg, want, wantStatus, wantMsg)
-		}
-	}
-}
-
-func TestParseCallFastTakesPlainBodies(t *testing.T) {
+func TestDecodeSeeds(t *testing.T) {
 	for _, body := range decodeSeeds[:4] {
-		if _, ok := fastCall([]byte(body)); !ok {
-			t.Errorf("fast decoder declined the plain body %q", body)
+		if call, status, msg := decodedCall(testServer(1<<20), []byte(body)); call == nil {
+			t.Errorf("the plain body %q was rejected: %d %s", body, status, msg)
 		}
 	}
 	for _, body := range decodeSeeds {
@@ -152,9 +209,19 @@ func TestParseCallFastTakesPlainBodies(t *testing.T) {
 	}
 }
 
-// FuzzParseCallFast is the differential test of the fast request decoder
-// against the strict one (see checkDecode).
-func FuzzParseCallFast(f *testing.F) {
+func TestDecodeLimit(t *testing.T) {
+	body := []byte(decodeSeeds[0])
+	if _, status, msg := decodedCall(testServer(int64(len(body)-1)), body); status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over the limit answered %d %s", status, msg)
+	}
+	if call, status, msg := decodedCall(testServer(int64(len(body))), body); call == nil {
+		t.Errorf("a body at the limit answered %d %s", status, msg)
+	}
+}
+
+// FuzzDecodeCall is the differential test of the request decoder (see
+// checkDecode).
+func FuzzDecodeCall(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
 	}

@@ -27,6 +27,8 @@ func TestDecisionsRejectLooseTopLevels(t *testing.T) {
 		"{\"tool\":\"read_file\",\"arguments\":{\"path\":\"config/.env\xff\"}}",
 		`{"tool":"shell\ud800","arguments":{"command":"cat config/.env"}}`,
 		`{"tool":"read_file","sessionId":"\udc00x"}`,
+		`{"tool":"read_file","arguments":{"path":"config/.env\ud800"}}`,
+		`{"tool":"read_file","arguments":{"p\udc00ath":"config/.env"}}`,
 	} {
 		for _, path := range []string{"/v1/decisions", "/v1/tool-calls"} {
 			status, resp := e.do(http.MethodPost, path, "application/json", []byte(body), agentAuth)

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
@@ -58,6 +57,9 @@ func TestParseArgs(t *testing.T) {
 		{name: "a duplicate key in a nested object is rejected", in: `{"o":{"k":1,"k":2}}`, wantErr: "duplicate object key"},
 		{name: "a duplicate key in an object inside an array is rejected", in: `{"l":[{"k":1,"k":2}]}`, wantErr: "duplicate object key"},
 		{name: "invalid UTF-8 is rejected", in: "{\"path\":\"\xff\"}", wantErr: "UTF-8"},
+		{name: "an escaped lone surrogate is rejected", in: `{"path":"\ud800"}`, wantErr: "lone surrogate"},
+		{name: "an escaped lone low surrogate in a nested key is rejected", in: `{"o":{"k\udc00":1}}`, wantErr: "lone surrogate"},
+		{name: "a surrogate pair is decoded", in: `{"s":"\ud83d\ude00"}`, want: map[string]any{"s": "\U0001F600"}},
 		{name: "a byte-order mark is rejected", in: "\ufeff{}", wantErr: "invalid character"},
 		{name: "non-JSON whitespace alone is rejected", in: "\u00a0", wantErr: "invalid character"},
 		{name: "nesting beyond the limit is rejected", in: `{"a":` + strings.Repeat("[", 20000), wantErr: "nested more than"},
@@ -150,6 +152,9 @@ func FuzzParseArgs(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	for _, s := range argsSeeds {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		got, err := hooks.ParseArgs(in)
 		if got == nil {
@@ -182,89 +187,27 @@ func FuzzParseArgs(f *testing.F) {
 	})
 }
 
-// FuzzParseArgsFastPath checks that ParseArgs, which decodes valid input in
-// one pass before falling back to the token parser, gives exactly what the
-// token parser alone gives: the same value, or the same error.
-func FuzzParseArgsFastPath(f *testing.F) {
-	for _, s := range []string{
-		`{}`, `{"path":"a"}`, `{"a":[1,2,{"b":null}]}`, `[]`, `null`, `"x"`, `{"a":1}{"a":2}`, `{"a":1} x`, `{"a":1}}`,
-		`{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `{"a":[{"x":1},{"x":1,"x":2}]}`, `{"a:b":1,"c":"d:e"}`, `{"a\":":1}`,
-		`{"a":1e400}`, `{"a":"\ud800"}`, `{"a":-0.0}`, `{"A":1,"a":2}`, `{"a":"\\"}`, `{"a":[[[[[[[[[[]]]]]]]]]]}`,
-	} {
-		f.Add(s)
-	}
-	for _, s := range flatSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		if !utf8.ValidString(in) || strings.TrimLeft(in, " \t\r\n") == "" {
-			return // rejected or accepted before either parser runs
-		}
-		got, err := hooks.ParseArgs(in)
-		want, wantErr := hooks.ParseArgsStrict(in)
-		switch {
-		case (err == nil) != (wantErr == nil):
-			t.Fatalf("ParseArgs(%q) error %v, the token parser's %v", in, err, wantErr)
-		case err != nil && err.Error() != wantErr.Error():
-			t.Fatalf("ParseArgs(%q) error %q, the token parser's %q", in, err, wantErr)
-		case err == nil && !reflect.DeepEqual(got, want):
-			t.Fatalf("ParseArgs(%q) = %#v, the token parser gives %#v", in, got, want)
-		}
-	})
-}
-
-// flatSeeds are argument texts around what the flat parser takes.
-var flatSeeds = []string{
+// argsSeeds are argument texts around the edges of the grammar and of the
+// strict rules.
+var argsSeeds = []string{
 	`{}`, ` { } `, `{"path":"src/main.go"}`, `{"command":"go test ./...","cwd":"src"}`, `{"a":1,"b":-0.5e+10,"c":true,"d":false,"e":null}`,
 	`{"a":1,"a":2}`, `{"a":"x","a":"x"}`, `{"a":01}`, `{"a":1.}`, `{"a":.5}`, `{"a":-}`, `{"a":1e}`, `{"a":1E+}`, `{"a":-0}`, `{"a":1e400}`,
 	`{"a":tru}`, `{"a":truex}`, `{"a":nul}`, `{"a":"\n"}`, "{\"a\":\"x\ty\"}", `{"a":[1]}`, `{"a":{}}`, `{"a":1,}`, `{,}`, `{"a" 1}`,
 	`{"a":1}x`, `{"a":1} {"b":2}`, `{"a":1`, `{"a":"é日本"}`, `{"a\u0062":1}`, `{"":""}`, `{"a":1 "b":2}`, `[]`, `"x"`, `1`, `{"a":"x}`,
+	`null`, `{"a":1} x`, `{"a":1}}`, `{"a":{"b":1,"b":2}}`, `{"a":[{"x":1},{"x":1,"x":2}]}`, `{"a:b":1,"c":"d:e"}`, `{"a\":":1}`,
+	`{"A":1,"a":2}`, `{"a":"\\"}`, `{"a":[[[[[[[[[[]]]]]]]]]]}`, `{"a":"\ud83d\ude00"}`, `{"a":"\udc00"}`, `{"a":"\ud800\u0041"}`,
 }
 
-// FuzzParseArgsFlat checks that what the flat parser takes the token parser
-// gives exactly the same value for.
-func FuzzParseArgsFlat(f *testing.F) {
-	for _, s := range flatSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, in string) {
-		if !utf8.ValidString(in) {
-			return // ParseArgs rejects it before any parser runs
-		}
-		got, ok := hooks.ParseArgsFlat(in)
-		if !ok {
-			return
-		}
-		want, err := hooks.ParseArgsStrict(in)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Fatalf("flat parser on %q: %#v; the token parser: %#v, %v", in, got, want, err)
-		}
-	})
-}
-
-func TestParseArgsFlatTakesFlatObjects(t *testing.T) {
-	for _, in := range flatSeeds[:5] {
-		if _, ok := hooks.ParseArgsFlat(in); !ok {
-			t.Errorf("the flat parser declined %q", in)
-		}
-	}
-}
-
-// BenchmarkParseArgsPaths compares ParseArgs (one-pass decode for valid
-// input) with the token parser alone on a typical shell call's arguments.
+// BenchmarkParseArgsPaths measures ParseArgs on a typical shell call's
+// arguments, which nest an object.
 func BenchmarkParseArgsPaths(b *testing.B) {
 	const args = `{"command":"git log --oneline | grep fix | head -n 5","cwd":"src","timeout":30,"env":{"A":"1"}}`
-	for _, p := range []struct {
-		name  string
-		parse func(string) (map[string]any, error)
-	}{{"ParseArgs", hooks.ParseArgs}, {"token parser", hooks.ParseArgsStrict}} {
-		b.Run(p.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := p.parse(args); err != nil {
-					b.Fatal(err)
-				}
+	b.Run("ParseArgs", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := hooks.ParseArgs(args); err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+	})
 }

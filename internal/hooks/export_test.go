@@ -7,10 +7,3 @@ import "time"
 func WithClock(now func() time.Time) Option {
 	return func(e *Executor) { e.now = now }
 }
-
-// ParseArgsStrict is the token-by-token argument parser alone, without the
-// fast path ParseArgs tries first.
-func ParseArgsStrict(s string) (map[string]any, error) { return parseArgsStrict(s) }
-
-// ParseArgsFlat is the flat-object parser ParseArgs tries first.
-func ParseArgsFlat(s string) (map[string]any, bool) { return parseArgsFlat(s) }

@@ -2,11 +2,10 @@ package mcpgate
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"unicode/utf8"
 
 	"github.com/toolhooks/toolhooks/internal/strictjson"
 )
@@ -14,19 +13,22 @@ import (
 // maxMessageBytes bounds a JSON-RPC request body the strict check reads.
 const maxMessageBytes = 8 << 20
 
-// JSON names of a JSON-RPC message and of tools/call's params.
+// The JSON names of a JSON-RPC message and of tools/call's params.
 var (
-	messageKeys    = []string{"jsonrpc", "id", "method", "params", "result", "error"}
-	callParamsKeys = []string{"name", "arguments", "_meta"}
+	messageOptions    = strictjson.Options{Keys: []string{"jsonrpc", "id", "method", "params", "result", "error"}, AllowUnknown: true}
+	callParamsOptions = strictjson.Options{Keys: []string{"name", "arguments", "_meta"}, AllowUnknown: true}
 )
 
 // strictMessages rejects, before the MCP SDK decodes them (encoding/json
-// matches keys case-insensitively and turns invalid UTF-8 into U+FFFD),
-// POST bodies that are not valid UTF-8, and JSON-RPC messages (or batch
-// members) whose keys, or whose tools/call params' keys, repeat or differ
-// from the protocol's names only in case, or whose top-level strings hold
-// an escaped lone surrogate. Bodies that are not valid JSON go on to the
-// SDK, which rejects them.
+// matches keys case-insensitively, keeps the last of a repeated key and
+// turns invalid UTF-8 and lone surrogates into U+FFFD), POST bodies that
+// are not valid UTF-8 or hold an escaped lone surrogate anywhere, and
+// JSON-RPC messages (or batch members) whose keys, or whose tools/call
+// params' keys, repeat or differ from the protocol's names only in case.
+// So the SDK hands on exactly the arguments text strictjson reads; the
+// executor parses it with strictjson and denies (and audits) arguments
+// that repeat a key. Bodies that are not JSON at all go on to the SDK,
+// which rejects them.
 func strictMessages(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
@@ -54,41 +56,40 @@ func strictMessages(next http.Handler) http.Handler {
 
 // checkMessages checks one message or a batch (see strictMessages).
 func checkMessages(body []byte) error {
-	if !utf8.Valid(body) {
-		return fmt.Errorf("%w: the body is not valid UTF-8", strictjson.ErrStrict)
-	}
-	if !json.Valid(body) {
-		return nil // the SDK answers malformed JSON itself
-	}
-	t := bytes.TrimSpace(body)
-	if len(t) > 0 && t[0] == '[' {
-		var batch []json.RawMessage
-		if err := json.Unmarshal(t, &batch); err != nil {
-			return err
+	err := strictjson.DecodeLooseRaw(body, func(d *strictjson.Decoder) error {
+		if d.Kind() == '[' {
+			return d.Array(func() error { return checkMessage(d) })
 		}
-		for _, m := range batch {
-			if err := checkMessage(m); err != nil {
-				return err
-			}
-		}
-		return nil
+		return checkMessage(d)
+	})
+	if errors.Is(err, strictjson.ErrSyntax) {
+		return nil // not JSON at all: the SDK answers it itself
 	}
-	return checkMessage(t)
+	return err
 }
 
-func checkMessage(m []byte) error {
-	fields, err := strictjson.CheckObject(m, strictjson.Options{Keys: messageKeys, AllowUnknown: true})
-	if err != nil {
+// checkMessage reads one message.
+func checkMessage(d *strictjson.Decoder) error {
+	var method string
+	var params []byte
+	err := d.Object(&messageOptions, func(key string) (err error) {
+		switch {
+		case key == "method" && d.Kind() == '"':
+			method, err = d.String()
+		case key == "params":
+			params, err = d.Raw()
+		default:
+			err = d.Skip()
+		}
+		return err
+	})
+	if err != nil || method != "tools/call" || len(params) == 0 || params[0] != '{' {
 		return err
 	}
-	var method string
-	if raw, ok := fields["method"]; ok {
-		_ = json.Unmarshal(raw, &method)
-	}
-	if raw, ok := fields["params"]; ok && method == "tools/call" && len(raw) > 0 && raw[0] == '{' {
-		if _, err := strictjson.CheckObject(raw, strictjson.Options{Keys: callParamsKeys, AllowUnknown: true}); err != nil {
-			return fmt.Errorf("tools/call params: %w", err)
-		}
+	if err := strictjson.DecodeLooseRaw(params, func(d *strictjson.Decoder) error {
+		return d.Object(&callParamsOptions, func(string) error { return d.Skip() })
+	}); err != nil {
+		return fmt.Errorf("tools/call params: %w", err)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 )
 
 // reconnectBackoff is how long an upstream whose connection attempt failed
@@ -280,7 +281,7 @@ func (t *upstreamTool) Name() string { return t.name }
 // result is handed to the MCP endpoint through the call's context (see
 // withSlot); the text returned is what /v1/tool-calls callers get.
 func (t *upstreamTool) Execute(ctx context.Context, args map[string]any) (string, error) {
-	raw, err := json.Marshal(args)
+	raw, err := strictjson.Marshal(args)
 	if err != nil {
 		return "", fmt.Errorf("encoding arguments: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -109,14 +108,10 @@ func (h *pluginHook) After(_ context.Context, call *hooks.Call, res *hooks.Resul
 
 // newParams returns the seed's hook context for call.
 func newParams(event string, call *hooks.Call) *params {
-	args := call.ArgsJSON
-	if strings.TrimSpace(args) == "" {
-		args = "{}" // absent arguments are {} (SPEC A1)
-	}
 	return &params{
 		EventName:     event,
 		ToolName:      call.Tool,
-		Arguments:     args,
+		Arguments:     call.ArgsText(),
 		SessionID:     call.SessionID,
 		ChannelID:     call.ChannelID,
 		SenderID:      call.SenderID,
