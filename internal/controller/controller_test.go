@@ -26,12 +26,12 @@ import (
 
 // harness runs the real reconcilers in a manager against envtest.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	c     client.Client
 	store *Store
 }
 
-func startHarness(t *testing.T) *harness {
+func startHarness(t testing.TB) *harness {
 	t.Helper()
 	env := testenv.Start(t)
 	store := NewStore()

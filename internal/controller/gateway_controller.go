@@ -29,7 +29,8 @@ const MaxPushBackoff = 30 * time.Second
 // GatewayReconciler compiles, for every gateway pod (a pod labelled
 // toolhooks.dev/gateway), the ordered hook list of the policies in its
 // namespace that select it, and records it in Store. It is level-triggered:
-// every run rebuilds the pod's list from the cache.
+// every run derives the pod's list from the cache, compiling it only when no
+// gateway with the same policies and selection of them got it already.
 type GatewayReconciler struct {
 	Client client.Client
 	Store  *Store
@@ -63,8 +64,9 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cfg, _ := compile.WithFallback(compile.Gateway{Namespace: pod.Namespace, Labels: pod.Labels}, policies, r.Store.LastGood)
-	r.Store.Remember(pod.Namespace, cfg, liveUIDs(policies))
+	// Compiled once for all the gateways of the namespace that the same
+	// policies select.
+	cfg := r.Store.compiled(&req.NamespacedName, compile.Gateway{Namespace: pod.Namespace, Labels: pod.Labels}, policies).cfg
 	log := ctrl.LoggerFrom(ctx)
 	if r.Store.Set(req.NamespacedName, cfg) {
 		log.V(1).Info("Compiled gateway configuration", "revision", cfg.Revision, "hooks", len(cfg.Hooks))

@@ -34,7 +34,8 @@ type Policy[T any] interface {
 }
 
 // PolicyStatusReconciler keeps one policy kind's status current: Accepted
-// (does the spec compile, and if not why) and gateways.selected. It writes
+// (does the spec compile, and if not why, as the gateway reconciler's compile
+// found) and gateways.selected. It writes
 // status at most once per reconcile, only when it changed, and emits an Event
 // only when the Accepted condition changes. A policy that does not compile is
 // a user's mistake: it is reported and not retried.
@@ -65,11 +66,15 @@ func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	verdict, err := r.verdict(ctx, obj, pods)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	var view GatewayView
 	if r.Store != nil && r.Store.Pushing {
 		view = storeView{store: r.Store, obj: obj}
 	}
-	desired := DesiredStatus(obj, obj.GetPolicyStatus(), pods, view)
+	desired := DesiredStatus(obj, obj.GetPolicyStatus(), verdict, pods, view)
 
 	current := obj.GetPolicyStatus()
 	if equality.Semantic.DeepEqual(*current, desired) {
@@ -109,6 +114,39 @@ func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.R
 	return ctrl.Result{RequeueAfter: r.Resync}, nil
 }
 
+// verdict tells whether obj compiles (nil) or why not. It takes obj's outcome
+// from the hook list of one of the namespace's gateways, which the gateway
+// reconciler compiles as well (they share one compile), and compiles obj
+// alone only when no such list tells: the namespace has no gateway, the list
+// holds another generation of obj, or obj's gatewaySelector is invalid (the
+// list then says nothing of the rest of its spec).
+func (r *PolicyStatusReconciler[T, P]) verdict(ctx context.Context, obj P, pods []corev1.Pod) (verdict, err error) {
+	if _, selErr := compile.Selects(obj.GetGatewaySelector(), nil); r.Store != nil && selErr == nil {
+		for i := range pods {
+			if !isGateway(&pods[i]) {
+				continue
+			}
+			policies, err := ListPolicies(ctx, r.Client, obj.GetNamespace())
+			if err != nil {
+				return nil, err
+			}
+			gw := compile.Gateway{Namespace: obj.GetNamespace(), Labels: pods[i].Labels}
+			for _, o := range r.Store.compiled(nil, gw, policies).outcomes {
+				if o.Policy.UID == string(obj.GetUID()) && o.Policy.Generation == obj.GetGeneration() {
+					return o.Err, nil
+				}
+			}
+			break
+		}
+	}
+	_, verdict = compile.One(obj)
+	if r.Store != nil {
+		r.Store.compiles.Add(1)
+	}
+	compilesTotal.Inc()
+	return verdict, nil
+}
+
 // GatewayView is what the status needs to know of the gateways' reports.
 type GatewayView interface {
 	// Enforces reports whether pod acknowledged the policy's current generation.
@@ -132,19 +170,20 @@ func (v storeView) Degraded(pod *corev1.Pod) bool {
 		Namespace: v.obj.GetNamespace(), Name: v.obj.GetName()})))
 }
 
-// DesiredStatus computes a policy's status from its spec and the gateway pods
-// of its namespace (pure: no API calls). current supplies existing conditions
-// so unchanged ones keep their transition time. view, when not nil (the
-// controller pushes), makes the status report gateways.enforcing, the Enforced
-// condition and, for a PluginHook, the Degraded condition.
-func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, pods []corev1.Pod,
+// DesiredStatus computes a policy's status from its spec, whether it compiles
+// (verdict: nil, or the compile error of its current generation) and the
+// gateway pods of its namespace (pure: no API calls). current supplies
+// existing conditions so unchanged ones keep their transition time. view, when
+// not nil (the controller pushes), makes the status report gateways.enforcing,
+// the Enforced condition and, for a PluginHook, the Degraded condition.
+func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, verdict error, pods []corev1.Pod,
 	view GatewayView) policyv1alpha1.PolicyStatus {
 	desired := *current.DeepCopy()
 	desired.ObservedGeneration = obj.GetGeneration()
 
 	cond := metav1.Condition{Type: policyv1alpha1.ConditionAccepted, ObservedGeneration: obj.GetGeneration()}
-	if _, err := compile.One(obj); err != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, compile.Reason(err), err.Error()
+	if verdict != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, compile.Reason(verdict), verdict.Error()
 	} else {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, policyv1alpha1.ReasonCompiled,
 			"The policy compiles into a hook"

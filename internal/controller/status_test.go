@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
+	"github.com/toolhooks/toolhooks/internal/compile"
 )
 
 // fakeView answers GatewayView from pod names.
@@ -16,6 +17,12 @@ type fakeView struct{ enforcing, degraded map[string]bool }
 
 func (v fakeView) Enforces(pod *corev1.Pod) bool { return v.enforcing[pod.Name] }
 func (v fakeView) Degraded(pod *corev1.Pod) bool { return v.degraded[pod.Name] }
+
+// verdict compiles obj alone, as the status reconciler does without gateways.
+func verdict(obj metav1.Object) error {
+	_, err := compile.One(obj)
+	return err
+}
 
 func gatewayPodNamed(name string) corev1.Pod {
 	return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{policyv1alpha1.GatewayLabel: "x"}}}
@@ -42,7 +49,7 @@ func TestDesiredStatusReportsEnforcementAndPluginHealth(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st := DesiredStatus(plugin, &plugin.Status, pods, tc.view)
+			st := DesiredStatus(plugin, &plugin.Status, verdict(plugin), pods, tc.view)
 			enf := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionEnforced)
 			if enf == nil || string(enf.Status) != tc.wantEnforced || enf.Reason != tc.wantReason || enf.ObservedGeneration != 3 {
 				t.Errorf("Enforced = %+v, want %s/%s at generation 3", enf, tc.wantEnforced, tc.wantReason)
@@ -57,7 +64,7 @@ func TestDesiredStatusReportsEnforcementAndPluginHealth(t *testing.T) {
 		})
 	}
 	t.Run("no view (compile-only controller) reports neither Enforced nor Degraded", func(t *testing.T) {
-		st := DesiredStatus(plugin, &plugin.Status, pods, nil)
+		st := DesiredStatus(plugin, &plugin.Status, verdict(plugin), pods, nil)
 		if meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionEnforced) != nil ||
 			meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionDegraded) != nil {
 			t.Errorf("conditions = %+v, want Accepted only", st.Conditions)
@@ -65,7 +72,7 @@ func TestDesiredStatusReportsEnforcementAndPluginHealth(t *testing.T) {
 	})
 	t.Run("only PluginHooks get a Degraded condition", func(t *testing.T) {
 		ap := &policyv1alpha1.AutonomyPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Generation: 1}}
-		st := DesiredStatus(ap, &ap.Status, pods, fakeView{degraded: map[string]bool{"a": true}})
+		st := DesiredStatus(ap, &ap.Status, verdict(ap), pods, fakeView{degraded: map[string]bool{"a": true}})
 		if meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionDegraded) != nil {
 			t.Errorf("an AutonomyPolicy got a Degraded condition: %+v", st.Conditions)
 		}
@@ -79,7 +86,7 @@ func TestDesiredStatusWarnsOfArbitraryPrograms(t *testing.T) {
 	ap := &policyv1alpha1.AutonomyPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Generation: 2},
 		Spec: policyv1alpha1.AutonomyPolicySpec{Workspace: &policyv1alpha1.Workspace{Root: "/workspace"},
 			Shell: &policyv1alpha1.ShellPolicy{Allow: true, AllowedCommands: []string{"git status", "python *", "npm run *", "make *", "bash *"}}}}
-	st := DesiredStatus(ap, &ap.Status, nil, nil)
+	st := DesiredStatus(ap, &ap.Status, verdict(ap), nil, nil)
 	w := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionWarning)
 	if w == nil || w.Status != metav1.ConditionTrue || w.Reason != policyv1alpha1.ReasonArbitraryPrograms {
 		t.Fatalf("warning condition = %+v", w)
@@ -97,7 +104,7 @@ func TestDesiredStatusWarnsOfArbitraryPrograms(t *testing.T) {
 	}
 	ap.Status = st
 	ap.Spec.Shell.AllowedCommands = []string{"git status"}
-	st = DesiredStatus(ap, &ap.Status, nil, nil)
+	st = DesiredStatus(ap, &ap.Status, verdict(ap), nil, nil)
 	if w := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionWarning); w != nil {
 		t.Errorf("the warning stayed after the entries were removed: %+v", w)
 	}

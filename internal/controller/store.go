@@ -3,6 +3,7 @@ package controller
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,13 +20,23 @@ import (
 
 // Store holds, per gateway pod, the configuration the controller wants it to
 // enforce and the one it acknowledged, plus each policy's last good compiled
-// version. The gateway reconciler writes it; the status reconcilers read it.
+// version and the hook lists compiled for each group of gateways that the same
+// policies select. The gateway reconciler writes it; the status reconcilers
+// read it.
 type Store struct {
 	mu       sync.RWMutex
 	desired  map[types.NamespacedName]*gatewayconfig.Config
 	acked    map[types.NamespacedName]ack
 	lastGood map[string]gatewayconfig.Hook
 	subs     []chan event.GenericEvent
+
+	// cmu guards groups (by namespace, then selection) and podGroups (each
+	// pod's selection); it is taken before mu, never after.
+	cmu       sync.Mutex
+	groups    map[string]map[string]*group
+	podGroups map[types.NamespacedName]string
+	compiles  atomic.Uint64
+	reuses    atomic.Uint64
 	// Pushing is true when a Pusher delivers configurations, so Enforced is reported.
 	Pushing bool
 }
@@ -42,6 +53,9 @@ func NewStore() *Store {
 		desired:  map[types.NamespacedName]*gatewayconfig.Config{},
 		acked:    map[types.NamespacedName]ack{},
 		lastGood: map[string]gatewayconfig.Hook{},
+
+		groups:    map[string]map[string]*group{},
+		podGroups: map[types.NamespacedName]string{},
 	}
 }
 
@@ -67,6 +81,9 @@ func (s *Store) Get(pod types.NamespacedName) (*gatewayconfig.Config, bool) {
 
 // Delete forgets pod.
 func (s *Store) Delete(pod types.NamespacedName) {
+	s.cmu.Lock()
+	s.leaveLocked(pod)
+	s.cmu.Unlock()
 	s.mu.Lock()
 	_, had := s.acked[pod]
 	delete(s.desired, pod)
