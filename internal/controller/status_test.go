@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -31,6 +32,7 @@ func gatewayPodNamed(name string) corev1.Pod {
 func TestDesiredStatusReportsEnforcementAndPluginHealth(t *testing.T) {
 	plugin := &policyv1alpha1.PluginHook{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Generation: 3},
 		Spec: policyv1alpha1.PluginHookSpec{Events: []policyv1alpha1.PluginEvent{policyv1alpha1.EventToolBefore},
+			Timeout:   &metav1.Duration{Duration: 5 * time.Second}, // the CRD default, applied by the API server
 			Transport: policyv1alpha1.PluginTransport{Stdio: &policyv1alpha1.StdioTransport{Command: "node"}}}}
 	pods := []corev1.Pod{gatewayPodNamed("a"), gatewayPodNamed("b")}
 	cases := []struct {

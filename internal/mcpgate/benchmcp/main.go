@@ -789,7 +789,7 @@ apiVersion: policy.toolhooks.dev/v1alpha1
 kind: ContractPolicy
 metadata: {name: budget}
 spec:
-  maxToolCalls: 1000000000
+  maxToolCalls: 10000000 # the CRD maximum
 `
 
 // startGateway writes the gateway's workspace, policies, tokens and
