@@ -1,6 +1,9 @@
 package hooks
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // The classes of error a policy spec's validation returns. Every hook kind's
 // Validate and Build wrap exactly one of them, so that the controller can turn
@@ -46,4 +49,21 @@ type OutrightDenier interface {
 type ToolNamer interface {
 	// ToolNames returns the exact tool names the hook's configuration names.
 	ToolNames() []string
+}
+
+// globChars are the characters that make a tool name a glob pattern.
+const globChars = `*?[]{}\`
+
+// ExactToolNames returns, in order, the names in lists that name one tool
+// exactly: not empty and not a glob pattern. ToolNamer implementations use it.
+func ExactToolNames(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		for _, n := range l {
+			if n != "" && !strings.ContainsAny(n, globChars) {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -137,15 +136,7 @@ func (p unavailable) Before(_ context.Context, call *hooks.Call) (hooks.Verdict,
 func (unavailable) After(context.Context, *hooks.Call, *hooks.Result) {}
 
 // ToolNames returns the exact tool names (not globs) of the spec's tool filter.
-func (s *Spec) ToolNames() []string {
-	var out []string
-	for _, t := range s.Tools {
-		if t != "" && !strings.ContainsAny(t, `*?[]{}\`) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
+func (s *Spec) ToolNames() []string { return hooks.ExactToolNames(s.Tools) }
 
 // ToolNames returns the exact tool names of the plugin's tool filter.
 func (p unavailable) ToolNames() []string { return p.spec.ToolNames() }

@@ -8,7 +8,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
-// mutatingTools are the seed's mutation-capable tools (lower case).
+// mutatingTools are the known mutation-capable tools (lower case).
 var mutatingTools = map[string]bool{
 	"write_file": true, "edit_file": true, "apply_patch": true, "shell": true,
 	"code_exec": true, "git": true, "database": true, "home_assistant_write": true,
@@ -28,7 +28,7 @@ type actionTool struct {
 	readOnly map[string]bool // actions known to change nothing
 }
 
-// actionTools are the seed's action-dependent tools. Only the listed actions
+// actionTools are the known action-dependent tools. Only the listed actions
 // are read-only; every other action (including unknown ones) mutates.
 var actionTools = map[string]actionTool{
 	"process":      {def: "start", readOnly: set("list", "poll", "log", "logs", "status", "output", "read")},

@@ -69,19 +69,14 @@ func Build(name, key string, s *Spec, env hooks.BuildEnv, state *State) (hooks.H
 
 // toolNames are the exact tool names (not globs) s names.
 func (s *Spec) toolNames() []string {
-	var out []string
-	add := func(n string) {
-		if n != "" && !strings.ContainsAny(n, `*?[]{}\`) {
-			out = append(out, n)
-		}
-	}
+	tools := make([]string, 0, len(s.ScopedCapabilities)+len(s.RateLimits))
 	for _, cp := range s.ScopedCapabilities {
-		add(cp.Tool)
+		tools = append(tools, cp.Tool)
 	}
 	for _, r := range s.RateLimits {
-		add(r.Tools)
+		tools = append(tools, r.Tools)
 	}
-	return out
+	return hooks.ExactToolNames(tools)
 }
 
 // hook runs the contract's parts as one named hook: the first denial wins;

@@ -1,0 +1,232 @@
+package autonomy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
+)
+
+// forbiddenGlob is one configured forbidden-path pattern, compiled.
+type forbiddenGlob struct {
+	pattern string         // as configured, for messages
+	forms   []compiledForm // doublestar patterns for the path itself and for what lies under it
+}
+
+// compiledForm is one doublestar pattern with the literal text every match
+// starts with and a literal every match contains, so most non-matching paths
+// are rejected by strings.HasPrefix and strings.Contains before doublestar
+// runs.
+type compiledForm struct {
+	glob    string
+	prefix  string
+	literal string
+	litSet  byteSet // the bytes of literal
+}
+
+// byteSet is a set of byte values.
+type byteSet [4]uint64
+
+// byteSetOf returns the set of the bytes of s.
+func byteSetOf(s string) byteSet {
+	var b byteSet
+	for i := 0; i < len(s); i++ {
+		b[s[i]>>6] |= 1 << (s[i] & 63)
+	}
+	return b
+}
+
+// covers reports whether every byte of t is in b: a string whose bytes are
+// b cannot contain a string whose bytes are t otherwise.
+func (b *byteSet) covers(t *byteSet) bool {
+	return t[0]&^b[0] == 0 && t[1]&^b[1] == 0 && t[2]&^b[2] == 0 && t[3]&^b[3] == 0
+}
+
+// literalPrefix returns the text before the first doublestar metacharacter
+// of g, without a trailing slash (doublestar matches "a/**" against "a"):
+// every name matching g starts with it, since doublestar compares literal
+// characters exactly.
+func literalPrefix(g string) string {
+	if i := strings.IndexAny(g, `*?[{\`); i >= 0 {
+		return strings.TrimSuffix(g[:i], "/")
+	}
+	return g
+}
+
+// requiredLiteral returns the longest run of literal characters (outside
+// classes and braces, without '/') that every name matching the doublestar
+// pattern g contains, or "" when there is none or g uses escapes.
+func requiredLiteral(g string) string {
+	if strings.IndexByte(g, '\\') >= 0 {
+		return ""
+	}
+	// Runs are cut at ASCII bytes only, so they are whole UTF-8 sequences
+	// of g (converting single bytes to strings would re-encode non-ASCII
+	// bytes as other characters, and the literal would never be found).
+	best := ""
+	start := -1 // start of the current run, -1 when none
+	depth := 0
+	for i := 0; i < len(g); i++ {
+		c := g[i]
+		switch {
+		case c == '{':
+			depth++
+		case c == '}' && depth > 0:
+			depth--
+		case c == '[' && depth == 0:
+			if j := strings.IndexByte(g[i+1:], ']'); j >= 0 {
+				i += j + 1
+			}
+		case depth == 0 && c != '*' && c != '?' && c != '/' && c != ']':
+			if start < 0 {
+				start = i
+			}
+			if i+1-start > len(best) {
+				best = g[start : i+1]
+			}
+			continue
+		}
+		start = -1
+	}
+	return best
+}
+
+var _ hooks.Hook = (*Hook)(nil)
+
+// New validates cfg and returns the hook; it opens the workspace root.
+
+// matched against paths (see the package doc).
+func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
+	if p == "" || strings.IndexByte(p, 0) >= 0 || !doublestar.ValidatePattern(p) {
+		return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, hooks.ErrInvalidGlob)
+	}
+	trimmed := strings.TrimSuffix(p, "/")
+	if trimmed == "" {
+		trimmed = "/"
+	}
+	var forms []string
+	switch {
+	case strings.HasPrefix(trimmed, "/"):
+		forms = append(forms, trimmed)
+		if h.root != "" && h.root != h.real {
+			if rel, ok := strings.CutPrefix(trimmed, h.root+"/"); ok {
+				forms = append(forms, escapeGlob(h.real)+"/"+rel)
+			}
+		}
+	case strings.HasPrefix(trimmed, "**"):
+		forms = append(forms, trimmed)
+	case !strings.Contains(trimmed, "/"):
+		forms = append(forms, "**/"+trimmed)
+	default:
+		if h.root == "" {
+			return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q is relative but no workspace root is set: %w", p, hooks.ErrInvalidPath)
+		}
+		forms = append(forms, escapeGlob(h.root)+"/"+trimmed)
+		if h.real != h.root {
+			forms = append(forms, escapeGlob(h.real)+"/"+trimmed)
+		}
+	}
+	var all []compiledForm
+	for _, f := range forms {
+		if h.fold {
+			f = strings.ToLower(f)
+		}
+		// F and "F/**": the path itself and everything under it. Both are
+		// needed: doublestar does not match "a*/**" against "a".
+		base := strings.TrimSuffix(f, "/**")
+		if base == "/" {
+			base = ""
+		}
+		variants := []string{base + "/**"}
+		if base != "" && base != "**" {
+			variants = append(variants, base)
+		}
+		for _, v := range variants {
+			if !doublestar.ValidatePattern(v) {
+				return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, hooks.ErrInvalidGlob)
+			}
+			lit := requiredLiteral(v)
+			all = append(all, compiledForm{glob: v, prefix: literalPrefix(v), literal: lit, litSet: byteSetOf(lit)})
+		}
+	}
+	return forbiddenGlob{pattern: p, forms: all}, nil
+}
+
+// escapeGlob escapes doublestar metacharacters in a literal path.
+func escapeGlob(s string) string {
+	if !strings.ContainsAny(s, `*?[]{}\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]{}\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// matchForbidden matches the raw path, its lexical absolute form and its
+// real path against every forbidden glob.
+func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
+	abs := raw
+	if strings.HasPrefix(abs, "~") {
+		if home, err := homeDir(); err == nil {
+			abs = home + abs[1:]
+		}
+	}
+	if !strings.HasPrefix(abs, "/") {
+		abs = base + "/" + abs
+	}
+	abs = pathguard.Clean(abs)
+	cands := [3]string{raw, abs, real}
+	if h.fold {
+		for i := range cands {
+			cands[i] = strings.ToLower(cands[i])
+		}
+	}
+	n := 3
+	if cands[2] == cands[1] {
+		n = 2
+	}
+	var sets [3]byteSet
+	for k := range cands[:n] {
+		sets[k] = byteSetOf(cands[k])
+	}
+	for _, g := range h.forbidden {
+		// A pattern's forms mostly share their literal: search each
+		// candidate for it at most once per literal, and only when the
+		// cheaper prefix test passes.
+		var lit string
+		var litState [3]uint8 // per candidate: 0 not searched yet, 1 found, 2 absent
+		for i, f := range g.forms {
+			if i == 0 || f.literal != lit {
+				lit, litState = f.literal, [3]uint8{}
+			}
+			for k, c := range cands[:n] {
+				if f.prefix != "" && !strings.HasPrefix(c, f.prefix) {
+					continue
+				}
+				if lit != "" {
+					if litState[k] == 0 {
+						litState[k] = 2
+						if sets[k].covers(&f.litSet) && strings.Contains(c, lit) {
+							litState[k] = 1
+						}
+					}
+					if litState[k] != 1 {
+						continue
+					}
+				}
+				if doublestar.MatchUnvalidated(f.glob, c) {
+					return g.pattern, true
+				}
+			}
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,60 @@
+package autonomy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
+)
+
+// isCwdKey reports whether p is the value of a working-directory argument.
+func isCwdKey(args map[string]any, p string) bool {
+	for k, v := range args {
+		if s, ok := v.(string); ok && s == p && (strings.EqualFold(k, "cwd") ||
+			strings.EqualFold(k, "working_directory") || strings.EqualFold(k, "workdir")) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPath resolves p (relative to base, or the workspace when base is
+// empty), with the call's lookups remembered in m, and applies
+// workspaceOnly and the forbidden globs.
+func (h *Hook) checkPath(m *pathguard.Memo, p, base string) (string, hooks.Verdict, bool) {
+	if h.res == nil {
+		return "", hooks.Allow, true
+	}
+	if base == "" {
+		base = h.res.Real
+	}
+	real, err := h.res.ResolveFromMemo(m, base, p)
+	if err != nil {
+		return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Path %q cannot be resolved safely: %v.", p, err)), false
+	}
+	if h.workspaceOnly && !h.res.Within(real) && !safeDevice(p) {
+		return "", hooks.Deny(RuleWorkspaceOnly, fmt.Sprintf(
+			"Path %q resolves to %q, outside the workspace %q.", p, real, h.res.Real)), false
+	}
+	if len(h.forbidden) > 0 {
+		if g, ok := h.matchForbidden(p, base, real); ok {
+			return "", hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
+				"Path %q (real path %q) matches the forbidden path glob %q.", p, real, g)), false
+		}
+	}
+	return real, hooks.Allow, true
+}
+
+// safeDevice reports whether p is a device file every shell uses harmlessly.
+func safeDevice(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty",
+		"/dev/stdin", "/dev/stdout", "/dev/stderr":
+		return true
+	}
+	if rest, ok := strings.CutPrefix(p, "/dev/fd/"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+		return true
+	}
+	return false
+}

@@ -1,0 +1,345 @@
+package autonomy
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
+	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
+)
+
+type shellKind = shellcheck.ToolClass
+
+const (
+	notShell     = shellcheck.NotShell
+	shellTool    = shellcheck.ShellTool
+	codeExecTool = shellcheck.CodeTool
+)
+
+// shellClass classifies a tool as the Contract hook does (see
+// shellcheck.ClassifyTool).
+func shellClass(tool string, args map[string]any) shellKind {
+	return shellcheck.ClassifyTool(tool, args)
+}
+
+// checkShell applies the shell rules.
+func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *hooks.Call, bases []string) hooks.Verdict {
+	if !h.allowShell {
+		return hooks.Deny(RuleShellDisabled, fmt.Sprintf("Tool %q is a shell tool and allowShell is false.", tool))
+	}
+	if kind == codeExecTool {
+		if !h.allowAll {
+			return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
+				"Tool %q runs code that cannot be analysed; only an allow-list of exactly [\"*\"] permits it.", tool))
+		}
+		return hooks.Allow
+	}
+	var cmds []string
+	for k, v := range call.Args {
+		switch strings.ToLower(k) {
+		case "command", "cmd", "script":
+			s, ok := shellcheck.CommandLine(v)
+			if !ok {
+				return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Argument %q of %q is neither a string nor a list of strings.", k, tool))
+			}
+			cmds = append(cmds, s)
+		}
+	}
+	if len(cmds) == 0 {
+		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Tool %q has no string \"command\" argument to check.", tool))
+	}
+	for _, c := range cmds {
+		if v := h.checkCommand(m, c, bases); !v.Allowed {
+			return v
+		}
+	}
+	return hooks.Allow
+}
+
+// maxBases bounds the working directories a command's words are resolved against.
+const maxBases = 8
+
+// checkCommand checks one command line against the policy: the single entry
+// point for a shell command, whoever runs it. bases are the directories its
+// relative words resolve against (the workspace when empty).
+func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks.Verdict {
+	if len(bases) == 0 && h.res != nil {
+		bases = []string{h.res.Real}
+	}
+	an, err := shellcheck.AnalyzeDialects(cmd, h.dialects)
+	if err != nil {
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Shell command %q cannot be checked: %v.", short(cmd), err))
+	}
+	if len(an.Commands) == 0 && len(an.Redirects) == 0 && len(an.Unverifiable) == 0 {
+		return hooks.Allow
+	}
+	for _, c := range an.Commands {
+		if !h.commandAllowed(c.Text) {
+			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
+				"Shell command %q is not allowed by allowedShellCommands.", c.Text))
+		}
+		if len(c.Risky) > 0 && !h.riskyAllowed(c) {
+			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
+				"Shell command %q uses %q, which runs programs or writes files; an allowedShellCommands entry must name it explicitly.",
+				c.Text, c.Risky))
+		}
+	}
+	if len(an.Unverifiable) > 0 && !h.allowAll {
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
+			"Shell command %q cannot be checked statically: %s.", short(cmd), an.Unverifiable[0]))
+	}
+	if h.res == nil || (!h.workspaceOnly && len(h.forbidden) == 0) {
+		return hooks.Allow
+	}
+	// Working directories: the tool's, plus every cd/pushd target.
+	for _, d := range an.Dirs {
+		n := len(bases)
+		for _, b := range bases[:n] {
+			real, v, ok := h.checkPath(m, d, b)
+			if !ok {
+				return v
+			}
+			bases = append(bases, real)
+		}
+		if len(bases) > maxBases {
+			if !h.allowAll {
+				return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
+					"Shell command %q changes directory too often to check its relative paths.", short(cmd)))
+			}
+			bases = bases[:maxBases]
+		}
+	}
+	for _, b := range bases {
+		for _, w := range an.Words {
+			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, b, cmd); !v.Allowed {
+				return v
+			}
+			if w.Recursive {
+				if v := h.checkBeneath(m, w, b, cmd); !v.Allowed {
+					return v
+				}
+			}
+		}
+		for _, r := range an.Redirects {
+			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, b, cmd); !v.Allowed {
+				return v
+			}
+		}
+	}
+	return hooks.Allow
+}
+
+// checkWord checks one shell word and, for a glob, everything it can
+// expand to (shellcheck.Expand).
+func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, cmd string) hooks.Verdict {
+	if value == "" {
+		return hooks.Allow
+	}
+	if _, v, ok := h.checkPath(m, value, base); !ok {
+		return shellVerdict(v, cmd)
+	}
+	if glob == "" {
+		return hooks.Allow
+	}
+	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold}
+	if strings.HasPrefix(glob, "~") {
+		home, err := homeDir()
+		if err != nil {
+			return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q cannot be expanded: %v.", glob, err))
+		}
+		opt.Home = home
+	}
+	matches, err := shellcheck.Expand(glob, base, opt)
+	if err != nil {
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be checked: %v.", value, short(cmd), err))
+	}
+	for _, match := range matches {
+		if _, v, ok := h.checkPath(m, match, base); !ok {
+			return shellVerdict(v, cmd)
+		}
+	}
+	return hooks.Allow
+}
+
+func shellVerdict(v hooks.Verdict, cmd string) hooks.Verdict {
+	v.Reason = fmt.Sprintf("In shell command %q: %s", short(cmd), v.Reason)
+	return v
+}
+
+func short(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "..."
+	}
+	return s
+}
+
+// riskyAllowed reports whether an allow-list entry that matches c names
+// every catalogued risky option or subcommand c uses: as one of its
+// space-separated fields (alone, or followed by '=' or '*'), or by being
+// an exact command without wildcards. ["*"] admits everything.
+func (h *Hook) riskyAllowed(c shellcheck.Command) bool {
+	if h.allowAll {
+		return true
+	}
+	for _, p := range h.shellAllow {
+		if !MatchCommand(p, c.Text) {
+			continue
+		}
+		if !strings.ContainsAny(p, "*?") {
+			return true
+		}
+		ok := true
+		for _, r := range c.Risky {
+			if !namesField(p, r) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// namesField reports whether the pattern p has a field that is r, or r
+// followed by '=' or '*'.
+func namesField(p, r string) bool {
+	for f := range strings.FieldsSeq(p) {
+		if f == r || strings.HasPrefix(f, r+"=") || f == r+"*" {
+			return true
+		}
+	}
+	return false
+}
+
+// maxBeneath bounds the entries checkBeneath walks.
+const maxBeneath = 20000
+
+// checkBeneath checks everything beneath the directory w names (a
+// recursive reader's operand), following symlinked directories: each entry
+// must pass the forbidden globs and, for symlinks, the workspace check on
+// its target. For git, .git directories are skipped and a revision (a word
+// naming no file) stands for the whole repository. A tree too large to walk
+// is denied.
+func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd string) hooks.Verdict {
+	real, v, ok := h.checkPath(m, w.Value, base)
+	if !ok {
+		return shellVerdict(v, cmd)
+	}
+	fi, err := os.Stat(real)
+	if err != nil && w.MaybeRevision {
+		from := base
+		if from == "" {
+			from = h.res.Real
+		}
+		real = pathguard.RepoRoot(from, h.res.Real)
+		fi, err = os.Stat(real)
+	}
+	if err != nil || !fi.IsDir() {
+		return hooks.Allow // a file (checked) or nothing to descend into
+	}
+	var deny *hooks.Verdict
+	err = pathguard.WalkTree(real, maxBeneath, w.Git, func(p string) (string, error) {
+		target, v, ok := h.checkPath(m, p, base)
+		if !ok {
+			deny = &v
+			return "", errBeneathDenied
+		}
+		if pathguard.IsDir(target) {
+			return target, nil // -R, -L and find -L descend into it
+		}
+		return "", nil
+	}, func(p string) error {
+		if len(h.forbidden) == 0 {
+			return nil
+		}
+		q := p
+		if h.fold {
+			q = strings.ToLower(q)
+		}
+		if g, ok := h.matchForbidden(q, base, q); ok {
+			v := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
+				"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", cmd, w.Value, p, g))
+			deny = &v
+			return errBeneathDenied
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, pathguard.ErrTooManyEntries):
+		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
+			"Shell command %q reads or writes recursively beneath %q, which holds more than %d entries to check.", short(cmd), w.Value, maxBeneath))
+	case deny != nil:
+		return shellVerdict(*deny, cmd)
+	}
+	return hooks.Allow
+}
+
+// errBeneathDenied ends a checkBeneath walk at its first denial.
+var errBeneathDenied = errors.New("denied")
+
+// commandAllowed reports whether one command's text matches the allow-list.
+func (h *Hook) commandAllowed(text string) bool {
+	if h.allowAll {
+		return true
+	}
+	for _, p := range h.shellAllow {
+		if MatchCommand(p, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchCommand reports whether a shell allow-list pattern matches a command
+// text: `*` matches any run of characters (including `/` and spaces), `?`
+// any one character, `\` makes the next character literal; everything else
+// matches itself. Characters are runes (an invalid UTF-8 byte counts as one
+// U+FFFD, as in a []rune conversion); the strings are walked in place by
+// byte offsets, without converting them.
+func MatchCommand(pattern, text string) bool {
+	pi, ti := 0, 0
+	starP, starT := -1, 0
+	for ti < len(text) {
+		if pi < len(pattern) {
+			tr, tw := utf8.DecodeRuneInString(text[ti:])
+			switch c := pattern[pi]; {
+			case c == '*':
+				starP, starT = pi, ti
+				pi++
+				continue
+			case c == '?':
+				pi++
+				ti += tw
+				continue
+			case c == '\\' && pi+1 < len(pattern):
+				if pr, pw := utf8.DecodeRuneInString(pattern[pi+1:]); pr == tr {
+					pi += 1 + pw
+					ti += tw
+					continue
+				}
+			default:
+				if pr, pw := utf8.DecodeRuneInString(pattern[pi:]); pr == tr {
+					pi += pw
+					ti += tw
+					continue
+				}
+			}
+		}
+		if starP < 0 {
+			return false
+		}
+		_, w := utf8.DecodeRuneInString(text[starT:])
+		starT += w
+		pi, ti = starP+1, starT
+	}
+	for pi < len(pattern) && pattern[pi] == '*' {
+		pi++
+	}
+	return pi == len(pattern)
+}
