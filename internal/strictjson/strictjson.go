@@ -279,11 +279,14 @@ func (d *Decoder) Object(opt *Options, member func(key string) error) error {
 	var seen []string // the keys so far, when the decoder does not check them
 	for d.dec.PeekKind() != '}' {
 		at := d.dec.InputOffset()
-		tok, err := d.dec.ReadToken()
+		name, err := d.dec.ReadValue()
 		if err != nil {
 			return d.fail(err)
 		}
-		key := tok.String()
+		key, err := keyText(name, opt)
+		if err != nil {
+			return d.fail(err)
+		}
 		if d.loose {
 			if slices.Contains(seen, key) {
 				return duplicate(at)
@@ -304,6 +307,25 @@ func (d *Decoder) Object(opt *Options, member func(key string) error) error {
 	}
 	_, err := d.dec.ReadToken()
 	return d.fail(err)
+}
+
+// keyText returns the text of an object name as the decoder read it (a
+// quoted JSON string). A name without escapes that equals one of opt's Keys
+// is that key's string, so that known keys cost no allocation.
+func keyText(name jsontext.Value, opt *Options) (string, error) {
+	inner := name[1 : len(name)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 {
+		b, err := jsontext.AppendUnquote(nil, name)
+		return string(b), err
+	}
+	if opt != nil {
+		for _, k := range opt.Keys {
+			if string(inner) == k {
+				return k, nil
+			}
+		}
+	}
+	return string(inner), nil
 }
 
 func (opt *Options) check(key string, at int64) error {
