@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-mcp.sh: measure what the gateway's MCP endpoint adds to a tools/call,
 # with the load generator, the gateway and the upstream MCP server in separate
-# processes (method: internal/mcpgate/benchmcp). It builds the gateway and
+# processes (method: hack/benchmcp). It builds the gateway and
 # benchmcp, then runs every load shape direct and gated and prints a
 # markdown table (progress on stderr).
 #
@@ -32,7 +32,7 @@ else
 	(cd "$root" && go build -o "$tmp/gateway" ./cmd/gateway)
 fi
 echo "bench-mcp: building benchmcp" >&2
-(cd "$root" && go build -o "$tmp/benchmcp" ./internal/mcpgate/benchmcp)
+(cd "$root" && go build -o "$tmp/benchmcp" ./hack/benchmcp)
 
 cmd=("$tmp/benchmcp" -gateway "$tmp/gateway" -rates "$RATES" -inflight "$INFLIGHT"
 	-duration "$DURATION" -warmup "$WARMUP" -sessions "$SESSIONS")

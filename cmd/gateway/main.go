@@ -30,6 +30,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
 	"github.com/toolhooks/toolhooks/internal/plugins"
 	"github.com/toolhooks/toolhooks/internal/sandbox"
+	"github.com/toolhooks/toolhooks/internal/standalone"
 )
 
 func main() {
@@ -87,7 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.policies, "policies", "", "standalone mode: load policy YAML files from this directory and reload them on change")
 	fs.StringVar(&f.namespace, "namespace", "default", "standalone mode: the gateway's namespace; only policies in it apply")
 	labels := fs.String("labels", "", "standalone mode: the gateway's labels as k=v,k2=v2, matched by gatewaySelectors")
-	fs.DurationVar(&f.policyDebounce, "policy-debounce", gateway.DefaultDebounce,
+	fs.DurationVar(&f.policyDebounce, "policy-debounce", standalone.DefaultDebounce,
 		"standalone mode: load the policy files only once they stayed unchanged this long")
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", hooks.DefaultToolTimeout, "how long a tool may run (0 for no limit)")
 	fs.StringVar(&f.staticTokenFile, "static-token-file", "", "accept configuration pushes bearing the token in this file (standalone use)")
@@ -292,8 +293,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	if f.policies != "" {
 		go func() {
-			_ = srv.RunStandalone(ctx, gateway.StandaloneOptions{Dir: f.policies, Namespace: f.namespace, Labels: f.labels,
-				Debounce: f.policyDebounce})
+			_ = standalone.Run(ctx, srv, standalone.Options{Dir: f.policies, Namespace: f.namespace, Labels: f.labels,
+				Debounce: f.policyDebounce, Logger: log})
 		}()
 	}
 

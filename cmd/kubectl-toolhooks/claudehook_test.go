@@ -13,6 +13,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/standalone"
 )
 
 // TestClaudeHookCommand runs claude-hook through the plugin's command line
@@ -38,7 +39,7 @@ func TestClaudeHookCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	if _, err := s.LoadPolicies(t.Context(), gateway.StandaloneOptions{Dir: dir}); err != nil {
+	if _, err := standalone.Load(t.Context(), s, standalone.Options{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(s.Handler())

@@ -26,6 +26,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/standalone"
 	"github.com/toolhooks/toolhooks/internal/testenv"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
@@ -126,7 +127,7 @@ func startDenialsEnv(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	if _, err := s.LoadPolicies(ctx, gateway.StandaloneOptions{Dir: dir, Namespace: "agents"}); err != nil {
+	if _, err := standalone.Load(ctx, s, standalone.Options{Dir: dir, Namespace: "agents"}); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(s.Handler())

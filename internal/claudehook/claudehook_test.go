@@ -19,6 +19,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/claudehook"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/standalone"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
@@ -54,7 +55,7 @@ func startGateway(t testing.TB, policyFile string, wrap func(http.Handler) http.
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	if _, err := s.LoadPolicies(t.Context(), gateway.StandaloneOptions{Dir: dir}); err != nil {
+	if _, err := standalone.Load(t.Context(), s, standalone.Options{Dir: dir}); err != nil {
 		t.Fatalf("Loading %s: %v", policyFile, err)
 	}
 	h := s.Handler()

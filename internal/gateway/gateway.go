@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -139,8 +140,7 @@ type active struct {
 	exec *hooks.Executor
 	// entries are what exec was built from (nil in the no-policy states).
 	entries []hooks.Entry
-	// cfg is nil before the first configuration and after RunStandalone
-	// found no usable policy files.
+	// cfg is nil before the first configuration and after DenyEverything.
 	cfg       *gatewayconfig.Config
 	appliedAt time.Time
 	// noPolicy, when not empty, says why exec is the no-policy chain that
@@ -149,7 +149,7 @@ type active struct {
 }
 
 // New returns a Server that denies every call until a configuration is
-// applied (by a push, Apply or RunStandalone).
+// applied (by a push or Apply).
 func New(opts Options) (*Server, error) {
 	if opts.Workspace == "" {
 		return nil, errors.New("gateway: a workspace is required")
@@ -265,10 +265,13 @@ func (s *Server) noPolicyExecutor(reason string) (*hooks.Executor, error) {
 	}, nil, hooks.WithLogger(s.log))
 }
 
-// denyEverything puts the no-policy chain in force with reason, dropping
-// the configuration in force (RunStandalone, when the policy files say
-// nothing usable).
-func (s *Server) denyEverything(ctx context.Context, reason string) error {
+// DenyEverything puts the no-policy chain in force with reason, dropping
+// the configuration in force: every call is denied (RuleNoPolicy) and the
+// gateway is not ready, naming reason, until a configuration is applied. A
+// configuration source whose input says nothing usable (standalone mode's
+// policy files emptied or unreadable) uses it, so that an absence is never
+// read as "allow".
+func (s *Server) DenyEverything(ctx context.Context, reason string) error {
 	exec, err := s.noPolicyExecutor(reason)
 	if err != nil {
 		return err
@@ -282,4 +285,15 @@ func (s *Server) denyEverything(ctx context.Context, reason string) error {
 	s.metrics.setConfig(&gatewayconfig.Config{}, nil)
 	s.log.ErrorContext(ctx, "Denying every call: no policy in force", "reason", reason)
 	return nil
+}
+
+// CountRejection counts a configuration that was refused, in
+// toolhooks_config_push_rejections_total. reason is one of the Reject*
+// constants; any other value is counted as RejectInvalid, so the label stays
+// bounded.
+func (s *Server) CountRejection(reason string) {
+	if !slices.Contains(rejectReasons, reason) {
+		reason = RejectInvalid
+	}
+	s.metrics.rejections.WithLabelValues(reason).Inc()
 }

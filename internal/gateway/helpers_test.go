@@ -1,48 +1,38 @@
 package gateway_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/gateway/gatewaytest"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
-	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/policyfile"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
-const testToken = "0123456789abcdef-test-token"
+const testToken = gatewaytest.PushToken
 
 // Callers' tokens: the env's calls are made as "agent".
 const (
-	agentToken = "agent-token-0123456789"
-	otherToken = "other-token-0123456789"
+	agentToken = gatewaytest.AgentToken
+	otherToken = gatewaytest.OtherToken
 )
 
-// testCallers authenticates "agent" and "other" (group "team") by static tokens.
-func testCallers(t testing.TB) *authn.Request {
-	t.Helper()
-	st, err := authn.ParseStaticTokens([]byte("tokens:\n- {identity: agent, token: " + agentToken + "}\n" +
-		"- {identity: other, token: " + otherToken + ", groups: [team]}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &authn.Request{Tokens: st}
-}
+var (
+	discardLogger = gatewaytest.DiscardLogger
+	mustUnmarshal = gatewaytest.MustUnmarshal
+)
 
-// env is a gateway under test behind a real HTTP server on loopback.
+// env is a gateway under test behind a real HTTP server on loopback (see
+// gatewaytest.Env), with short names for its parts.
 type env struct {
+	*gatewaytest.Env
 	t     *testing.T
 	ws    string
 	srv   *gateway.Server
@@ -52,62 +42,38 @@ type env struct {
 
 func newEnv(t *testing.T, mutate func(*gateway.Options)) *env {
 	t.Helper()
-	ws := t.TempDir()
-	for name, body := range map[string]string{
-		"README.md":   "# project\n",
-		"config/.env": "SECRET=1\n",
-		"src/main.go": "package main\n",
-	} {
-		p := filepath.Join(ws, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tok, err := gateway.NewStaticToken(testToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ws: ws, audit: &audit.Memory{}}
-	opts := gateway.Options{Workspace: ws, Audit: e.audit, Authenticator: tok, Callers: testCallers(t), Logger: discardLogger()}
-	if mutate != nil {
-		mutate(&opts)
-	}
-	e.srv, err = gateway.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.srv.Close)
-	e.http = httptest.NewServer(e.srv.Handler())
-	t.Cleanup(e.http.Close)
-	return e
+	h := gatewaytest.New(t, mutate)
+	return &env{Env: h, t: t, ws: h.Workspace, srv: h.Server, http: h.HTTP, audit: h.Audit}
 }
 
-// do makes a request and returns the status and body.
 func (e *env) do(method, path, contentType string, body []byte, header map[string]string) (int, []byte) {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.http.URL+path, bytes.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := e.http.Client().Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return resp.StatusCode, b
+	return e.Do(method, path, contentType, body, header)
+}
+
+func (e *env) call(tool, args string) wire.ToolCallResponse {
+	e.t.Helper()
+	return e.Call(tool, args)
+}
+
+func (e *env) decide(tool, args string) wire.DecisionResponse {
+	e.t.Helper()
+	return e.Decide(tool, args)
+}
+
+func (e *env) metrics() string {
+	e.t.Helper()
+	return e.Metrics()
+}
+
+func (e *env) sentinelCall(name string) (wire.ToolCallResponse, bool) {
+	e.t.Helper()
+	return e.SentinelCall(name)
+}
+
+func (e *env) requireNoPolicy(why string) {
+	e.t.Helper()
+	e.RequireNoPolicy(why)
 }
 
 // post POSTs v as JSON, as the caller "agent".
@@ -143,43 +109,7 @@ func (e *env) readResponse(tok, session string) wire.ToolCallResponse {
 
 func (e *env) postAs(tok, path string, v any) (int, []byte) {
 	e.t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var h map[string]string
-	if tok != "" {
-		h = map[string]string{"Authorization": "Bearer " + tok}
-	}
-	return e.do(http.MethodPost, path, "application/json", b, h)
-}
-
-// call makes a tool call that must be answered 200.
-func (e *env) call(tool, args string) wire.ToolCallResponse {
-	e.t.Helper()
-	req := map[string]any{"sessionId": "session-1", "senderId": "agent", "tool": tool}
-	if args != "" {
-		req["arguments"] = json.RawMessage(args)
-	}
-	status, body := e.post("/v1/tool-calls", req)
-	if status != http.StatusOK {
-		e.t.Fatalf("tool call answered %d: %s", status, body)
-	}
-	var r wire.ToolCallResponse
-	mustUnmarshal(e.t, body, &r)
-	return r
-}
-
-// decide asks /v1/decisions.
-func (e *env) decide(tool, args string) wire.DecisionResponse {
-	e.t.Helper()
-	status, body := e.post("/v1/decisions", map[string]any{"sessionId": "session-1", "tool": tool, "arguments": json.RawMessage(args)})
-	if status != http.StatusOK {
-		e.t.Fatalf("decision answered %d: %s", status, body)
-	}
-	var r wire.DecisionResponse
-	mustUnmarshal(e.t, body, &r)
-	return r
+	return e.PostAs(tok, path, v)
 }
 
 // push PUTs cfg with the test token.
@@ -204,15 +134,6 @@ func (e *env) mustPush(cfg *gatewayconfig.Config) gateway.ApplyResult {
 	return r
 }
 
-func (e *env) metrics() string {
-	e.t.Helper()
-	status, body := e.do(http.MethodGet, "/metrics", "", nil, nil)
-	if status != http.StatusOK {
-		e.t.Fatalf("/metrics answered %d", status)
-	}
-	return string(body)
-}
-
 // compileYAML compiles policy YAML for namespace default, failing on any outcome error.
 func compileYAML(t testing.TB, ws, docs string) *gatewayconfig.Config {
 	t.Helper()
@@ -229,44 +150,7 @@ func compileYAML(t testing.TB, ws, docs string) *gatewayconfig.Config {
 	return cfg
 }
 
-const basePolicy = `apiVersion: policy.toolhooks.dev/v1alpha1
-kind: AutonomyPolicy
-metadata:
-  name: coding-agent
-spec:
-  workspace: {root: WORKSPACE, only: true}
-  forbiddenPathGlobs: ["**/.env"]
-  shell:
-    allow: true
-    allowedCommands: ["echo *", "ls", "sleep *"]
-`
-
-const budgetPolicy = `apiVersion: policy.toolhooks.dev/v1alpha1
-kind: ContractPolicy
-metadata:
-  name: budget
-spec:
-  maxToolCalls: 3
-`
-
-func mustUnmarshal(t *testing.T, b []byte, v any) {
-	t.Helper()
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("decoding %q: %v", b, err)
-	}
-}
-
-// eventually polls cond until it holds or 10 seconds pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// nonBlank marks hooks.Result fields used only to silence unused imports in some builds.
-var _ = hooks.DenialText
+const (
+	basePolicy   = gatewaytest.BasePolicy
+	budgetPolicy = gatewaytest.BudgetPolicy
+)

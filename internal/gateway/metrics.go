@@ -30,6 +30,10 @@ const (
 	RejectPolicyFiles     = "policy_files" // standalone mode: the policy files do not load or compile
 )
 
+// rejectReasons are every value of the reason label.
+var rejectReasons = []string{RejectUnauthenticated, RejectForbidden, RejectMalformed, RejectTooLarge,
+	RejectInvalid, RejectStale, RejectPolicyFiles}
+
 // Metric label names.
 const (
 	labelTool = "tool"
@@ -136,8 +140,7 @@ func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error)
 			return nil, err
 		}
 	}
-	for _, r := range []string{RejectUnauthenticated, RejectForbidden, RejectMalformed, RejectTooLarge,
-		RejectInvalid, RejectStale, RejectPolicyFiles} {
+	for _, r := range rejectReasons {
 		m.rejections.WithLabelValues(r)
 	}
 	m.decisionByAPI = map[string]prometheus.Observer{

@@ -173,7 +173,7 @@ func (en Entry) validate() error {
 	}
 }
 
-// Execute runs one tool call (SPEC A1 with the B improvements):
+// Execute runs one tool call:
 //
 //  1. A tool that is not registered under exactly call.Tool yields
 //     UnknownToolText and StatusUnknownTool; no before-callback runs.

@@ -38,7 +38,7 @@ func TestExecute(t *testing.T) {
 			wantTrace: []string{"before:a", "before:b", "tool:echo", "after:a:succeeded", "after:b:succeeded"},
 		},
 		{
-			name: "the first denial stops the phase and the caller gets exactly the seed denial text",
+			name: "the first denial stops the phase and the caller gets exactly the denial text",
 			entries: func(tr *trace) []hooks.Entry {
 				return []hooks.Entry{
 					{Hook: traced(tr, "a", allows)},
@@ -176,7 +176,7 @@ func TestExecute(t *testing.T) {
 			wantTrace: []string{"before:a", "tool:echo", "after:a:succeeded"},
 		},
 		{
-			name: "an unknown tool gets the seed text, no before-callback runs, and the after phase records it",
+			name: "an unknown tool gets the unknown-tool text, no before-callback runs, and the after phase records it",
 			entries: func(tr *trace) []hooks.Entry {
 				return []hooks.Entry{{Hook: traced(tr, "a", denies("r", "no"))}}
 			},
@@ -206,7 +206,7 @@ func TestExecute(t *testing.T) {
 			wantTrace: []string{"after:a:denied"},
 		},
 		{
-			name: "a tool error returns the seed failed text and sets Failed",
+			name: "a tool error returns the failed text and sets Failed",
 			entries: func(tr *trace) []hooks.Entry {
 				return []hooks.Entry{{Hook: traced(tr, "a", allows)}}
 			},
@@ -219,7 +219,7 @@ func TestExecute(t *testing.T) {
 			wantLog:   "disk full",
 		},
 		{
-			name: "a tool panic returns the seed failed text and sets Failed",
+			name: "a tool panic returns the failed text and sets Failed",
 			entries: func(tr *trace) []hooks.Entry {
 				return []hooks.Entry{{Hook: traced(tr, "a", allows)}}
 			},
@@ -329,7 +329,7 @@ func TestExecuteToolTimeout(t *testing.T) {
 			want: hooks.Result{Status: hooks.StatusSucceeded, Output: "done"},
 		},
 		{
-			name:    "the default timeout is the seed's 30 seconds",
+			name:    "the default timeout is 30 seconds",
 			timeout: -1, // not configured
 			tool: func(ctx context.Context, _ <-chan struct{}) (string, error) {
 				dl, ok := ctx.Deadline()

@@ -10,10 +10,10 @@ import (
 )
 
 // DenialText is the exact text the caller (the LLM) receives when a hook denies
-// a call, kept byte-for-byte compatible with the original system.
+// a call. Agents and plugins match on it, so it never changes.
 const DenialText = "Tool execution denied by hook: "
 
-// Seed result texts returned to the caller.
+// Texts returned to the caller in place of a tool's output.
 const (
 	UnknownToolText = "Error: Unknown tool"
 	TimedOutText    = "Error: Tool execution timed out."
@@ -43,7 +43,7 @@ type PolicyRef struct {
 	Generation int64  `json:"generation,omitempty"`
 }
 
-// Call is one tool call and the seed's hook context. Args is the one canonical
+// Call is one tool call and the hooks' context. Args is the one canonical
 // parsed argument object: hooks decide on it and the tool receives it.
 type Call struct {
 	SessionID string
@@ -108,9 +108,9 @@ const (
 // Result is what a call produced. Hooks' after-callbacks receive it.
 type Result struct {
 	Status Status
-	// Output is the text returned to the caller (tool output, or a seed error/denial text).
+	// Output is the text returned to the caller (tool output, or one of the error and denial texts above).
 	Output string
-	// Failed is true when the tool errored or timed out (seed semantics).
+	// Failed is true when the tool errored or timed out (not when it was denied or unknown).
 	Failed bool
 	// Duration measures the tool only, not the hooks.
 	Duration time.Duration

@@ -36,7 +36,7 @@ const benchSessions = 64
 // once (on a small machine, latency is then mostly queueing for the CPU, and
 // ns/op is the CPU cost per call). Allocations cover the whole process
 // (client, gateway and upstream), and the three share one scheduler and
-// garbage collector, which distorts the overhead: internal/mcpgate/benchmcp
+// garbage collector, which distorts the overhead: hack/benchmcp
 // (make bench-mcp) measures it with each in its own process.
 func BenchmarkToolsCall(b *testing.B) {
 	up, _ := httpUpstream(b)

@@ -6,7 +6,7 @@
 // id is the MCP session id (Mcp-Session-Id, chosen by the gateway), the
 // channel is "mcp" and the sender is the caller's authenticated identity
 // (AnonymousSender only when anonymous callers are allowed). A denial is a
-// tool result with isError, the seed text "Tool execution denied by hook:
+// tool result with isError, the text "Tool execution denied by hook:
 // <hook>" and the structured denial (hook, policy, rule, reason) in
 // _meta["toolhooks.dev/denial"] and, for tools without an output schema (which
 // clients validate structuredContent against even in errors), in

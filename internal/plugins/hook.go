@@ -88,7 +88,7 @@ func (h *pluginHook) After(_ context.Context, call *hooks.Call, res *hooks.Resul
 	}
 	switch res.Status {
 	case hooks.StatusSucceeded, hooks.StatusFailed, hooks.StatusTimedOut:
-	default: // denied, unknown or not run here: the seed reports only tool runs
+	default: // denied, unknown or not run here: plugins are told only of tool runs
 		return
 	}
 	pr := newParams(eventAfter, call)
@@ -106,7 +106,7 @@ func (h *pluginHook) After(_ context.Context, call *hooks.Call, res *hooks.Resul
 	}
 }
 
-// newParams returns the seed's hook context for call.
+// newParams returns the plugin protocol's hook context for call.
 func newParams(event string, call *hooks.Call) *params {
 	return &params{
 		EventName:     event,

@@ -9,7 +9,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
-// Methods and event names of the seed's plugin protocol.
+// Methods and event names of the plugin protocol.
 const (
 	methodBefore = "hook_before"
 	methodAfter  = "hook_after"
@@ -23,14 +23,14 @@ const maxReplyBytes = 1 << 20
 // maxReasonBytes bounds the reason a plugin gives for a denial.
 const maxReasonBytes = 1024
 
-// request is one protocol request. ID is a decimal string, as in the seed.
+// request is one protocol request. ID is a decimal string.
 type request struct {
 	Method string  `json:"method"`
 	ID     string  `json:"id"`
 	Params *params `json:"params"`
 }
 
-// params are the parameters of hook_before and hook_after (camelCase, as in the seed).
+// params are the parameters of hook_before and hook_after (camelCase).
 type params struct {
 	EventName     string `json:"eventName"`
 	ToolName      string `json:"toolName"`

@@ -24,7 +24,8 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// bridgeSource is the Node.js bridge that runs seed-style JavaScript plugins.
+// bridgeSource is the Node.js bridge that runs JavaScript plugin modules
+// (a default export registering api.on handlers).
 //
 //go:embed js/bridge.mjs
 var bridgeSource string
@@ -44,7 +45,7 @@ const (
 
 // Argv returns the command line the gateway runs for a stdio transport. When
 // the command is node (or nodejs) and its first argument is a .js, .mjs or
-// .cjs file, the plugin is taken to be a seed-style JavaScript plugin: the
+// .cjs file, the plugin is taken to be a JavaScript plugin module: the
 // embedded bridge is inserted, as
 //
 //	node --input-type=module -e <bridge> -- <plugin file> [args...]

@@ -12,7 +12,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
-func TestSeedPluginDeniesShellAndRecordsAfterEvents(t *testing.T) {
+func TestJSPluginDeniesShellAndRecordsAfterEvents(t *testing.T) {
 	m := newManager(t, Options{})
 	afterLog := filepath.Join(t.TempDir(), "after.jsonl")
 	h := spec("deny-shell", Spec{Stdio: nodePlugin(t, "deny-shell.mjs", map[string]string{"AFTER_LOG": afterLog})})

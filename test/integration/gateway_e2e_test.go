@@ -418,8 +418,9 @@ func TestGatewaysEnforcePushedPoliciesEndToEnd(t *testing.T) { //nolint:gocyclo 
 }
 
 // TestPluginHookFromTheClusterDeniesThroughAGateway applies a PluginHook whose
-// stdio transport runs a seed-style JavaScript plugin; the gateway starts it,
-// the plugin denies shell, and the denial shows on the PluginHook.
+// stdio transport runs a JavaScript plugin module (api.on handlers); the
+// gateway starts it, the plugin denies shell, and the denial shows on the
+// PluginHook.
 func TestPluginHookFromTheClusterDeniesThroughAGateway(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is required for the plugin tests (.ci/run installs it)")

@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// DefaultPathKeys are the argument names that carry paths for every tool. The
-// seed's per-tool keys (git → cwd, process → working_directory, otherwise
-// path) are all among them.
+// DefaultPathKeys are the argument names that carry paths for every tool
+// (among them git's cwd, process's working_directory and the file tools'
+// path).
 //
 // The rest are the path keys of common agent tool schemas: Claude Code
 // (file_path, notebook_path, path), Codex (workdir), Cursor (target_file,

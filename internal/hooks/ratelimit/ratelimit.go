@@ -1,7 +1,7 @@
 // Package ratelimit implements the RateLimit hook: per-sender, per-tool call
-// limits over tool globs. It generalises the original system's
-// Semantic-Kernel policy hook (which only covered `sk_` tools and used fixed
-// one-minute windows) to any tool, without the fixed-window 2x burst.
+// limits over tool globs, for any tool, over a sliding 60-second window (so a
+// sender cannot get twice its limit by calling at the end of one fixed
+// window and the start of the next).
 //
 // # Algorithm
 //
@@ -75,8 +75,7 @@ type Config struct {
 	// Name is the hook name reported in denials; DefaultName when empty.
 	Name string
 	// Rules are the limits. When several rules match a tool the largest limit
-	// applies (the original system's semantics). A tool no rule matches is
-	// not limited.
+	// applies. A tool no rule matches is not limited.
 	Rules []Rule
 	// MaxKeys caps the tracked (sender, tool) pairs; DefaultMaxKeys when 0.
 	MaxKeys int

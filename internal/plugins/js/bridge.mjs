@@ -1,7 +1,8 @@
 // toolhooks Node.js plugin bridge.
 //
-// Runs a plugin written for the seed's JavaScript API unchanged and speaks the
-// seed's stdio protocol for it: newline-delimited JSON requests
+// Runs a JavaScript plugin module (a default export that registers handlers
+// with api.on) and speaks the stdio plugin protocol for it: newline-delimited
+// JSON requests
 // {"method","id","params"} on stdin, replies {"id","result"} or
 // {"id","error":{"code","message"}} on stdout.
 //

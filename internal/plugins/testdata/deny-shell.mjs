@@ -1,4 +1,4 @@
-// A seed-style plugin: denies shell with a reason and records after-events.
+// A JavaScript plugin module: denies shell with a reason and records after-events.
 import { appendFileSync } from "node:fs";
 
 export default function (api) {

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 // the gateway's counters are filled in, and the table has a row per shape.
 func TestRunAgainstRealGateway(t *testing.T) {
 	gw := filepath.Join(t.TempDir(), "gateway")
-	build := exec.Command("go", "build", "-o", gw, "../../../cmd/gateway")
+	build := exec.Command("go", "build", "-o", gw, "../../cmd/gateway")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the gateway: %v\n%s", err, out)
 	}

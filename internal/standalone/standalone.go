@@ -1,10 +1,15 @@
-package gateway
+// Package standalone runs a gateway without a cluster: it loads
+// AutonomyPolicy, ContractPolicy and PluginHook YAML files from a directory,
+// compiles them through the same path as the controller, applies the result
+// to a gateway.Server as a push would, and reloads them when they change.
+package standalone
 
 import (
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolhooks/toolhooks/internal/compile"
+	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/policyfile"
 )
 
@@ -25,8 +31,8 @@ const DefaultDebounce = time.Second
 // ErrPolicyFiles wraps every reason a standalone load is refused.
 var ErrPolicyFiles = errors.New("policy files not applied")
 
-// StandaloneOptions configure standalone mode.
-type StandaloneOptions struct {
+// Options configure standalone mode.
+type Options struct {
 	// Dir holds the AutonomyPolicy, ContractPolicy and PluginHook files (see policyfile.LoadDir).
 	Dir string
 	// Namespace is the gateway's namespace: only policies in it apply (default "default").
@@ -39,10 +45,12 @@ type StandaloneOptions struct {
 	// loaded (default DefaultDebounce), so that a save in progress is never
 	// loaded half-written.
 	Debounce time.Duration
+	// Logger logs loads and refusals; nil means slog.Default().
+	Logger *slog.Logger
 }
 
-// RunStandalone loads the policies in o.Dir through the same compile path
-// as the controller and applies them as a push would, then reloads them
+// Run loads the policies in o.Dir through the same compile path as the
+// controller and applies them to s as a push would, then reloads them
 // whenever the files' contents change, until ctx ends.
 //
 // Only a complete snapshot is loaded: the files (names and contents) must
@@ -64,8 +72,8 @@ type StandaloneOptions struct {
 //     restrictions while the others stay in force.
 //   - Files in which no policy selects this gateway (none at all, only
 //     dot-files, only other namespaces or selectors) give the no-policy
-//     state too (see Apply).
-func (s *Server) RunStandalone(ctx context.Context, o StandaloneOptions) error {
+//     state too (see gateway.Server.Apply).
+func Run(ctx context.Context, s *gateway.Server, o Options) error {
 	if o.Dir == "" {
 		return errors.New("standalone: a policy directory is required")
 	}
@@ -90,7 +98,7 @@ func (s *Server) RunStandalone(ctx context.Context, o StandaloneOptions) error {
 		}
 		if (!loaded || sum != applied) && now.Sub(seenSince) >= o.Debounce {
 			applied, loaded = sum, true
-			s.loadSettled(ctx, o, readErr)
+			loadSettled(ctx, s, o, readErr)
 		}
 		select {
 		case <-ctx.Done():
@@ -100,37 +108,37 @@ func (s *Server) RunStandalone(ctx context.Context, o StandaloneOptions) error {
 	}
 }
 
-// loadSettled acts on settled policy files (see RunStandalone).
-func (s *Server) loadSettled(ctx context.Context, o StandaloneOptions, readErr error) {
+// loadSettled acts on settled policy files (see Run).
+func loadSettled(ctx context.Context, s *gateway.Server, o Options, readErr error) {
 	err := readErr
 	if err == nil {
-		_, err = s.LoadPolicies(ctx, o)
+		_, err = Load(ctx, s, o)
 	}
 	if err == nil {
 		return
 	}
-	s.metrics.rejections.WithLabelValues(RejectPolicyFiles).Inc()
+	s.CountRejection(gateway.RejectPolicyFiles)
 	if readErr != nil || errors.Is(err, policyfile.ErrNoObjects) {
 		reason := fmt.Sprintf("the policy files in %s cannot be used, so every call is denied: %v", o.Dir, err)
-		if derr := s.denyEverything(ctx, reason); derr != nil {
-			s.log.ErrorContext(ctx, "Cannot put the no-policy state in force", "error", derr)
+		if derr := s.DenyEverything(ctx, reason); derr != nil {
+			logger(o).ErrorContext(ctx, "Cannot put the no-policy state in force", "error", derr)
 		}
 		return
 	}
-	s.log.ErrorContext(ctx, "Policy files not applied; the configuration in force stays", "dir", o.Dir,
+	logger(o).ErrorContext(ctx, "Policy files not applied; the configuration in force stays", "dir", o.Dir,
 		"revision", s.Status().Revision, "error", err)
 }
 
-// LoadPolicies loads, compiles and applies the policies in o.Dir once (see
-// RunStandalone for what RunStandalone does with its errors).
-func (s *Server) LoadPolicies(ctx context.Context, o StandaloneOptions) (ApplyResult, error) {
+// Load loads, compiles and applies the policies in o.Dir to s once (see Run
+// for what Run does with its errors).
+func Load(ctx context.Context, s *gateway.Server, o Options) (gateway.ApplyResult, error) {
 	ns := o.Namespace
 	if ns == "" {
 		ns = policyfile.DefaultNamespace
 	}
 	policies, err := policyfile.LoadDir(o.Dir)
 	if err != nil {
-		return ApplyResult{}, fmt.Errorf("%w: %w", ErrPolicyFiles, err)
+		return gateway.ApplyResult{}, fmt.Errorf("%w: %w", ErrPolicyFiles, err)
 	}
 	cfg, outcomes := compile.Compile(compile.Gateway{Namespace: ns, Labels: o.Labels}, policies)
 	var errs []error
@@ -140,14 +148,14 @@ func (s *Server) LoadPolicies(ctx context.Context, o StandaloneOptions) (ApplyRe
 		case out.Err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", name, out.Err))
 		case !out.Selected:
-			s.log.InfoContext(ctx, "Policy does not select this gateway", "policy", name)
+			logger(o).InfoContext(ctx, "Policy does not select this gateway", "policy", name)
 		}
 	}
 	if n := countOtherNamespaces(policies, ns); n > 0 {
-		s.log.InfoContext(ctx, "Policies in other namespaces ignored", "namespace", ns, "count", n)
+		logger(o).InfoContext(ctx, "Policies in other namespaces ignored", "namespace", ns, "count", n)
 	}
 	if len(errs) > 0 {
-		return ApplyResult{}, fmt.Errorf("%w: %w", ErrPolicyFiles, errors.Join(errs...))
+		return gateway.ApplyResult{}, fmt.Errorf("%w: %w", ErrPolicyFiles, errors.Join(errs...))
 	}
 	cfg.IssuedAt = time.Now().UnixNano()
 	res, err := s.Apply(ctx, cfg, "standalone")
@@ -155,6 +163,13 @@ func (s *Server) LoadPolicies(ctx context.Context, o StandaloneOptions) (ApplyRe
 		return res, fmt.Errorf("%w: %w", ErrPolicyFiles, err)
 	}
 	return res, nil
+}
+
+func logger(o Options) *slog.Logger {
+	if o.Logger == nil {
+		return slog.Default()
+	}
+	return o.Logger
 }
 
 func countOtherNamespaces(p compile.Policies, ns string) int {
