@@ -73,6 +73,7 @@ func main() {
 		pushServiceAccount   string
 		pushTokenFile        string
 		resync               time.Duration
+		gwTLS                gatewayTLSFlags
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
@@ -83,7 +84,8 @@ func main() {
 		"Serve the metrics endpoint over HTTPS with authentication; false serves plain HTTP.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Enable HTTP/2 for the metrics server.")
 	flag.BoolVar(&push, "push", true, "Push each gateway pod's compiled configuration to it; false only compiles and reports status.")
-	flag.IntVar(&gatewayPort, "gateway-port", controller.DefaultGatewayPort, "The port gateway pods serve their API on.")
+	flag.IntVar(&gatewayPort, "gateway-port", 0, fmt.Sprintf("The port gateway pods serve their API on "+
+		"(default %d, or %d with --gateway-tls).", controller.DefaultGatewayTLSPort, controller.DefaultGatewayPort))
 	flag.StringVar(&pushAudience, "push-audience", gatewayconfig.PushAudience,
 		"The audience of the ServiceAccount token presented to gateways.")
 	flag.StringVar(&pushServiceAccount, "push-service-account", "",
@@ -93,6 +95,7 @@ func main() {
 		"Read the push token from this projected token file instead of requesting one.")
 	flag.DurationVar(&resync, "resync", 30*time.Second,
 		"How often to re-verify each gateway's revision, re-pushing to gateways that restarted.")
+	gwTLS.register(flag.CommandLine)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -107,9 +110,17 @@ func main() {
 		metricsOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
+	cacheOpts := controller.CacheOptions()
+	if push && gwTLS.enabled {
+		if err := gwTLS.complete(); err != nil {
+			setupLog.Error(err, "Invalid gateway TLS flags")
+			os.Exit(1)
+		}
+		cacheOpts = controller.WithSecretsIn(cacheOpts, gwTLS.namespace)
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
+		Cache:                  cacheOpts,
 		Metrics:                metricsOptions,
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         enableLeaderElection,
@@ -130,6 +141,10 @@ func main() {
 			os.Exit(1)
 		}
 		gateways.Pusher = &controller.Pusher{Tokens: tokens, Port: gatewayPort}
+		if err := gwTLS.setup(mgr, gateways.Pusher); err != nil {
+			setupLog.Error(err, "Failed to set up gateway TLS")
+			os.Exit(1)
+		}
 	}
 	if err := controller.SetupAll(mgr, controller.NewStore(), gateways); err != nil {
 		setupLog.Error(err, "Failed to set up controllers")
