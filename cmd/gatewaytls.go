@@ -25,6 +25,7 @@ type gatewayTLSFlags struct {
 	dnsNames      string
 	caLifetime    time.Duration
 	certLifetime  time.Duration
+	keepMissing   bool
 }
 
 func (f *gatewayTLSFlags) register(fs *flag.FlagSet) {
@@ -45,6 +46,8 @@ func (f *gatewayTLSFlags) register(fs *flag.FlagSet) {
 			"(default: toolhooks-gateway.NAMESPACE.svc).")
 	fs.StringVar(&f.dnsNames, "gateway-tls-dns-names", "",
 		"Comma-separated further DNS names of the managed serving certificate (the gateway Service's other names).")
+	fs.BoolVar(&f.keepMissing, "gateway-tls-keep-missing-secrets", false,
+		"With --manage-gateway-ca, fill the two Secrets but never create them (an installer such as the Helm chart owns them).")
 	fs.DurationVar(&f.caLifetime, "gateway-ca-lifetime", controller.DefaultGatewayCALifetime,
 		"Lifetime of the managed gateway CA; it is renewed when a third of it remains.")
 	fs.DurationVar(&f.certLifetime, "gateway-cert-lifetime", controller.DefaultGatewayCertLifetime,
@@ -99,7 +102,7 @@ func (f *gatewayTLSFlags) setup(mgr ctrl.Manager, p *controller.Pusher) error {
 	ca := &controller.GatewayCA{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
 		Namespace: f.namespace, CASecret: f.caSecret, ServingSecret: f.servingSecret, DNSNames: names,
-		CALifetime: f.caLifetime, CertLifetime: f.certLifetime,
+		CALifetime: f.caLifetime, CertLifetime: f.certLifetime, KeepMissing: f.keepMissing,
 	}
 	if err := ca.Validate(); err != nil {
 		return err

@@ -74,6 +74,11 @@ type GatewayCA struct {
 	MaxInterval time.Duration
 	// RetryInterval is the wait after a failed check (5s when 0).
 	RetryInterval time.Duration
+	// KeepMissing leaves a missing Secret missing (an error, retried) instead
+	// of creating it: for Secrets that an installer owns (the Helm chart
+	// creates them empty), so that one deleted on uninstall is not re-created
+	// by a controller still shutting down.
+	KeepMissing bool
 }
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update,namespace=system
@@ -225,6 +230,9 @@ func (g *GatewayCA) get(ctx context.Context, name string) (*corev1.Secret, error
 // not written.
 func (g *GatewayCA) write(ctx context.Context, s *corev1.Secret, data map[string][]byte) error {
 	if s.ResourceVersion == "" {
+		if g.KeepMissing {
+			return fmt.Errorf("secret %s/%s does not exist (it is created by the installer, not the controller)", s.Namespace, s.Name)
+		}
 		s.Type = corev1.SecretTypeTLS
 		s.Labels = map[string]string{"app.kubernetes.io/managed-by": "toolhooks-controller"}
 		s.Data = data

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/compile"
@@ -430,3 +432,49 @@ func TestPushWithoutATrustBundleFails(t *testing.T) {
 type tokenFunc func() string
 
 func (f tokenFunc) Token(context.Context) (string, error) { return f(), nil }
+
+func TestGatewayCAFillsInstallerOwnedSecretsWithoutCreatingThem(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	c := env.Client
+	ns := "owned"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	g := &GatewayCA{Client: c, Reader: c, Namespace: ns, CASecret: "ca", ServingSecret: "tls",
+		DNSNames: []string{"gw.owned.svc"}, KeepMissing: true}
+	if _, err := g.Ensure(ctx); err == nil {
+		t.Fatal("Ensure succeeded without the installer's Secrets")
+	}
+	var list corev1.SecretList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
+		t.Fatalf("%d Secrets created (%v), want none", len(list.Items), err)
+	}
+	for _, name := range []string{"ca", "tls"} {
+		if err := c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeOpaque}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := g.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var serving corev1.Secret
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "tls"}, &serving); err != nil {
+		t.Fatal(err)
+	}
+	kp, err := pki.ParseKeyPair(serving.Data[SecretCertKey], serving.Data[SecretKeyKey])
+	if err != nil || serving.Type != corev1.SecretTypeOpaque {
+		t.Fatalf("serving Secret type %s, pair %v", serving.Type, err)
+	}
+	// A second pass with nothing due writes nothing.
+	rv := serving.ResourceVersion
+	if _, err := g.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "tls"}, &serving); err != nil || serving.ResourceVersion != rv {
+		t.Errorf("an Ensure with nothing due rewrote the serving Secret (%v)", err)
+	}
+	if !slices.Equal(kp.Cert.DNSNames, g.DNSNames) {
+		t.Errorf("serving certificate names %v, want %v", kp.Cert.DNSNames, g.DNSNames)
+	}
+}
