@@ -162,8 +162,8 @@ func (g *GatewayCA) Start(ctx context.Context) error {
 		if err != nil {
 			logger.Error(err, "Gateway TLS certificates not ensured; retrying", "retryIn", retry)
 			wait = retry
-		} else if d := next.Sub(g.now()); d < wait {
-			wait = max(d, time.Second)
+		} else {
+			wait = min(wait, max(next.Sub(g.now()), time.Second))
 		}
 		t := time.NewTimer(wait)
 		select {

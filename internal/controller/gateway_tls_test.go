@@ -170,7 +170,7 @@ func TestGatewayCAIssuesRotatesAndPushesVerify(t *testing.T) {
 		return mgr.Add(&GatewayCA{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
 			Namespace: ns, CASecret: caKey.Name, ServingSecret: servingKey.Name, DNSNames: dnsNames,
-			CALifetime: 12 * time.Hour, CertLifetime: 6 * time.Hour, Now: clock.Now, MaxInterval: 20 * time.Millisecond,
+			CALifetime: 12 * time.Hour, CertLifetime: 6 * time.Hour, Now: clock.Now, MaxInterval: 20 * time.Millisecond, RetryInterval: 20 * time.Millisecond,
 		})
 	})
 
