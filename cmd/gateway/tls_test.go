@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -74,8 +73,7 @@ func TestTheGatewayRefusesToStartWithoutAValidKeyPair(t *testing.T) {
 			if c.cert != nil {
 				writeKeyPair(t, dir, c.cert, c.key)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
+			ctx := t.Context()
 			done := make(chan error, 1)
 			go func() {
 				done <- run(ctx, []string{"--workspace", t.TempDir(), "--listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0",

@@ -20,6 +20,9 @@ import (
 	"time"
 )
 
+// pemCertificate is the PEM block type of a certificate.
+const pemCertificate = "CERTIFICATE"
+
 // Backdate is how far before its issuance a certificate becomes valid, so
 // that a peer whose clock lags a little accepts it.
 const Backdate = 5 * time.Minute
@@ -96,7 +99,7 @@ func issue(tmpl *x509.Certificate, parent *KeyPair) (*KeyPair, error) {
 	return &KeyPair{
 		Cert:    cert,
 		Key:     key,
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: pemCertificate, Bytes: der}),
 		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
 	}, nil
 }
@@ -147,7 +150,7 @@ func ParseCerts(bundle []byte) ([]*x509.Certificate, error) {
 		if block == nil {
 			return nil, errors.New("data that is not PEM after the certificates")
 		}
-		if block.Type != "CERTIFICATE" {
+		if block.Type != pemCertificate {
 			return nil, fmt.Errorf("PEM block %q is not a certificate", block.Type)
 		}
 		cert, err := x509.ParseCertificate(block.Bytes)
@@ -167,7 +170,7 @@ func ParseCerts(bundle []byte) ([]*x509.Certificate, error) {
 func EncodeCerts(certs []*x509.Certificate) []byte {
 	var b bytes.Buffer
 	for _, c := range certs {
-		_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
+		_ = pem.Encode(&b, &pem.Block{Type: pemCertificate, Bytes: c.Raw})
 	}
 	return b.Bytes()
 }

@@ -143,8 +143,7 @@ func TestReloaderRefusesABadPairAtStartAndKeepsTheLastGoodOne(t *testing.T) {
 		}
 		return leaf.SerialNumber.String()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	go r.Run(ctx, 5*time.Millisecond)
 
 	// A broken update (truncated key) keeps the first pair in service.
