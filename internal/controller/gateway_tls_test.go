@@ -327,7 +327,10 @@ func TestGatewayCAIssuesRotatesAndPushesVerify(t *testing.T) {
 		t.Fatalf("push to a gateway still presenting the old CA's certificate: %v", err)
 	}
 	clock.Set(leaf2.Cert.NotAfter.Add(time.Minute))
-	if err := push(pusher); !isVerificationError(err) {
+	// A new connection (a connection kept alive was verified when it was
+	// opened) to a gateway still presenting the expired certificate.
+	fresh := &Pusher{Tokens: pusher.Tokens, Port: pusher.Port, Now: clock.Now, TLS: pusher.TLS}
+	if err := push(fresh); !isVerificationError(err) {
 		t.Fatalf("push to a gateway presenting an expired certificate: err = %v, want a verification error", err)
 	}
 	gw.mount(serving.Data[SecretCertKey], serving.Data[SecretKeyKey])
