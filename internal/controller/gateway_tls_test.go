@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -174,7 +175,9 @@ func TestGatewayCAIssuesRotatesAndPushesVerify(t *testing.T) {
 		})
 	})
 
-	// secrets waits until the serving Secret satisfies ok and returns both.
+	// secrets waits until the Secrets satisfy ok, and the Pusher's trust
+	// bundle (read from the manager's cache) is the serving Secret's, and
+	// returns both.
 	secrets := func(what string, ok func(ca, serving *corev1.Secret) bool) (*corev1.Secret, *corev1.Secret) {
 		t.Helper()
 		var ca, serving corev1.Secret
@@ -182,7 +185,11 @@ func TestGatewayCAIssuesRotatesAndPushesVerify(t *testing.T) {
 			if env.Client.Get(ctx, caKey, &ca) != nil || env.Client.Get(ctx, servingKey, &serving) != nil {
 				return false, nil
 			}
-			return ok(&ca, &serving), nil
+			if !ok(&ca, &serving) {
+				return false, nil
+			}
+			cached, err := trust(ctx)
+			return err == nil && bytes.Equal(cached, serving.Data[SecretCAKey]), nil
 		})
 		if err != nil {
 			t.Fatalf("Waiting for %s: %v", what, err)
