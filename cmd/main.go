@@ -33,6 +33,7 @@ import (
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -73,6 +74,7 @@ func main() {
 		pushServiceAccount   string
 		pushTokenFile        string
 		resync               time.Duration
+		gwTLS                gatewayTLSFlags
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
@@ -83,7 +85,8 @@ func main() {
 		"Serve the metrics endpoint over HTTPS with authentication; false serves plain HTTP.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Enable HTTP/2 for the metrics server.")
 	flag.BoolVar(&push, "push", true, "Push each gateway pod's compiled configuration to it; false only compiles and reports status.")
-	flag.IntVar(&gatewayPort, "gateway-port", controller.DefaultGatewayPort, "The port gateway pods serve their API on.")
+	flag.IntVar(&gatewayPort, "gateway-port", 0, fmt.Sprintf("The port gateway pods serve their API on "+
+		"(default %d, or %d with --gateway-tls).", controller.DefaultGatewayTLSPort, controller.DefaultGatewayPort))
 	flag.StringVar(&pushAudience, "push-audience", gatewayconfig.PushAudience,
 		"The audience of the ServiceAccount token presented to gateways.")
 	flag.StringVar(&pushServiceAccount, "push-service-account", "",
@@ -93,6 +96,7 @@ func main() {
 		"Read the push token from this projected token file instead of requesting one.")
 	flag.DurationVar(&resync, "resync", 30*time.Second,
 		"How often to re-verify each gateway's revision, re-pushing to gateways that restarted.")
+	gwTLS.register(flag.CommandLine)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -107,9 +111,17 @@ func main() {
 		metricsOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
+	cacheOpts := controller.CacheOptions()
+	if push && gwTLS.enabled {
+		if err := gwTLS.complete(); err != nil {
+			setupLog.Error(err, "Invalid gateway TLS flags")
+			os.Exit(1)
+		}
+		cacheOpts = controller.WithSecretsIn(cacheOpts, gwTLS.namespace)
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
+		Cache:                  cacheOpts,
 		Metrics:                metricsOptions,
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         enableLeaderElection,
@@ -130,6 +142,10 @@ func main() {
 			os.Exit(1)
 		}
 		gateways.Pusher = &controller.Pusher{Tokens: tokens, Port: gatewayPort}
+		if err := gwTLS.setup(mgr, gateways.Pusher); err != nil {
+			setupLog.Error(err, "Failed to set up gateway TLS")
+			os.Exit(1)
+		}
 	}
 	if err := controller.SetupAll(mgr, controller.NewStore(), gateways); err != nil {
 		setupLog.Error(err, "Failed to set up controllers")
@@ -174,4 +190,100 @@ func pushTokens(cfg *rest.Config, file, serviceAccount, audience string) (contro
 		return nil, err
 	}
 	return &controller.ServiceAccountTokens{Client: cs, Namespace: ns, Name: name, Audience: audience}, nil
+}
+
+// gatewayTLSFlags configure how pushes to the gateways are secured.
+type gatewayTLSFlags struct {
+	enabled       bool
+	manageCA      bool
+	namespace     string
+	servingSecret string
+	caSecret      string
+	serverName    string
+	dnsNames      string
+	caLifetime    time.Duration
+	certLifetime  time.Duration
+	keepMissing   bool
+}
+
+func (f *gatewayTLSFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.enabled, "gateway-tls", true,
+		"Push over HTTPS, verifying each gateway's certificate against the trust bundle (ca.crt) of --gateway-tls-secret; "+
+			"false pushes over plain HTTP (the push token can then be read on the network).")
+	fs.BoolVar(&f.manageCA, "manage-gateway-ca", true,
+		"Keep a CA in --gateway-ca-secret and the gateways' serving certificate in --gateway-tls-secret, "+
+			"renewing both before they expire; false reads only ca.crt of --gateway-tls-secret (cert-manager).")
+	fs.StringVar(&f.namespace, "gateway-tls-namespace", "",
+		"The namespace of the gateway TLS Secrets (default: $POD_NAMESPACE).")
+	fs.StringVar(&f.servingSecret, "gateway-tls-secret", "toolhooks-gateway-tls",
+		"The Secret with the gateways' serving certificate (tls.crt, tls.key) and the trust bundle pushes verify against (ca.crt).")
+	fs.StringVar(&f.caSecret, "gateway-ca-secret", "toolhooks-gateway-ca",
+		"The Secret the controller keeps its gateway CA in (with --manage-gateway-ca).")
+	fs.StringVar(&f.serverName, "gateway-tls-server-name", "",
+		"The DNS name every gateway's certificate must carry: pods are dialled by IP, verified as this name "+
+			"(default: toolhooks-gateway.NAMESPACE.svc).")
+	fs.StringVar(&f.dnsNames, "gateway-tls-dns-names", "",
+		"Comma-separated further DNS names of the managed serving certificate (the gateway Service's other names).")
+	fs.BoolVar(&f.keepMissing, "gateway-tls-keep-missing-secrets", false,
+		"With --manage-gateway-ca, fill the two Secrets but never create them (an installer such as the Helm chart owns them).")
+	fs.DurationVar(&f.caLifetime, "gateway-ca-lifetime", controller.DefaultGatewayCALifetime,
+		"Lifetime of the managed gateway CA; it is renewed when a third of it remains.")
+	fs.DurationVar(&f.certLifetime, "gateway-cert-lifetime", controller.DefaultGatewayCertLifetime,
+		"Lifetime of the managed gateway serving certificate; it is renewed when a third of it remains.")
+}
+
+// complete fills the defaults that depend on the environment.
+func (f *gatewayTLSFlags) complete() error {
+	if f.namespace == "" {
+		f.namespace = os.Getenv("POD_NAMESPACE")
+	}
+	if f.namespace == "" {
+		return errors.New("--gateway-tls-namespace is required outside a pod (POD_NAMESPACE unset)")
+	}
+	if f.serverName == "" {
+		f.serverName = "toolhooks-gateway." + f.namespace + ".svc"
+	}
+	if f.servingSecret == "" || (f.manageCA && f.caSecret == "") {
+		return errors.New("--gateway-tls-secret and --gateway-ca-secret must not be empty")
+	}
+	if f.caLifetime <= 0 || f.certLifetime <= 0 || f.certLifetime > f.caLifetime {
+		return fmt.Errorf("--gateway-cert-lifetime %s and --gateway-ca-lifetime %s: both positive, the certificate's no longer",
+			f.certLifetime, f.caLifetime)
+	}
+	return nil
+}
+
+// setup secures p: without TLS it warns; with it, p verifies gateways
+// against the serving Secret's bundle and, with --manage-gateway-ca, the
+// manager runs the CA.
+func (f *gatewayTLSFlags) setup(mgr ctrl.Manager, p *controller.Pusher) error {
+	if !f.enabled {
+		setupLog.Info("WARNING: --gateway-tls=false: configurations and push tokens go to the gateways over plain HTTP")
+		return nil
+	}
+	p.TLS = &controller.PushTLS{
+		ServerName: f.serverName,
+		Roots: controller.SecretTrustBundle(mgr.GetClient(),
+			types.NamespacedName{Namespace: f.namespace, Name: f.servingSecret}),
+	}
+	setupLog.Info("Pushing over TLS", "serverName", f.serverName, "trustBundle", f.namespace+"/"+f.servingSecret,
+		"manageCA", f.manageCA)
+	if !f.manageCA {
+		return nil
+	}
+	names := []string{f.serverName}
+	for n := range strings.SplitSeq(f.dnsNames, ",") {
+		if n = strings.TrimSpace(n); n != "" && n != f.serverName {
+			names = append(names, n)
+		}
+	}
+	ca := &controller.GatewayCA{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(),
+		Namespace: f.namespace, CASecret: f.caSecret, ServingSecret: f.servingSecret, DNSNames: names,
+		CALifetime: f.caLifetime, CertLifetime: f.certLifetime, KeepMissing: f.keepMissing,
+	}
+	if err := ca.Validate(); err != nil {
+		return err
+	}
+	return mgr.Add(ca)
 }

@@ -129,6 +129,8 @@ func runCluster(ctx context.Context, out *printer, o options) error { //nolint:g
 	}
 	mgr, err := startProcess(ctx, "controller", o.manager, []string{"--kubeconfig", kubeconfig,
 		"--push-service-account", controllerNamespace + "/" + controllerSA, "--gateway-port", strconv.Itoa(port),
+		// The demo's gateways listen on loopback addresses of this machine only.
+		"--gateway-tls=false",
 		"--health-probe-bind-address", "0", "--metrics-bind-address", "0", "--resync", "2s"}, nil)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -25,11 +24,7 @@ func TestTheGatewayBinaryDeniesWhenItCannotAudit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "gateway")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	tmp, bin := buildGateway(t)
 	ws, policies := filepath.Join(tmp, "ws"), filepath.Join(tmp, "policies")
 	for _, d := range []string{ws, policies} {
 		if err := os.Mkdir(d, 0o755); err != nil {

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -65,6 +66,7 @@ type flags struct {
 	kube            kubeFlags
 	mcp             mcpFlags
 	auth            authFlags
+	tls             tlsFlags
 	budgets         contract.BudgetConfig
 	// pluginMaxTimeouts: calls in a row a stdio plugin may let time out.
 	pluginMaxTimeouts int
@@ -83,7 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	var f flags
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.listen, "listen", ":8080", "HTTP listen address")
+	fs.StringVar(&f.listen, "listen", ":8080", "HTTP listen address (empty: none, with --tls-cert-file)")
 	fs.StringVar(&f.workspace, "workspace", "", "workspace directory the built-in tools operate in (required)")
 	fs.StringVar(&f.policies, "policies", "", "standalone mode: load policy YAML files from this directory and reload them on change")
 	fs.StringVar(&f.namespace, "namespace", "default", "standalone mode: the gateway's namespace; only policies in it apply")
@@ -110,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"most HTTP connections one client address holds at once; more are closed as they arrive (0: no limit)")
 	fs.DurationVar(&f.idleTimeout, "http-idle-timeout", 30*time.Second, "close keep-alive connections idle this long")
 	f.auth.register(fs)
+	f.tls.register(fs)
 	fs.DurationVar(&f.budgets.SessionTTL, "budget-session-ttl", contract.DefaultSessionTTL,
 		"forget a session's call count after it has made no call this long")
 	fs.IntVar(&f.budgets.MaxSessions, "budget-max-sessions", contract.DefaultMaxSessions,
@@ -132,6 +135,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 			f.budgets.MaxSessionsPerSender, f.budgets.MaxSessions)
 	}
 	if err := f.mcp.check(); err != nil {
+		return f, err
+	}
+	if err := f.tls.check(f.listen); err != nil {
 		return f, err
 	}
 	if f.maxConns < 0 || f.maxConnsPerIP < 0 {
@@ -274,22 +280,49 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	ln, err := listen(f.listen, f.maxConns, f.maxConnsPerIP)
-	if err != nil {
-		return err
+	var tlsConfig *tls.Config
+	if f.tls.enabled() {
+		if tlsConfig, err = f.tls.config(ctx, log); err != nil {
+			return err
+		}
 	}
-	hs := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       time.Minute, // the request only; tools may run longer (no WriteTimeout)
-		IdleTimeout:       f.idleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	var servers []*http.Server
+	errc := make(chan error, 2)
+	serve := func(addr string, h http.Handler, tc *tls.Config) error {
+		ln, err := listen(addr, f.maxConns, f.maxConnsPerIP)
+		if err != nil {
+			return err
+		}
+		if tc != nil {
+			ln = tls.NewListener(ln, tc)
+		}
+		hs := &http.Server{
+			Handler:           h,
+			TLSConfig:         tc,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       time.Minute, // the request only; tools may run longer (no WriteTimeout)
+			IdleTimeout:       f.idleTimeout,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		servers = append(servers, hs)
+		go func() { errc <- hs.Serve(ln) }()
+		log.Info("Gateway listening", "address", ln.Addr().String(), "tls", tc != nil, "workspace", f.workspace,
+			"standalone", f.policies != "", "pushes", opts.Authenticator != nil, "mcp", f.mcp.enabled,
+			"anonymousCallers", f.auth.allowAnonymous)
+		return nil
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	log.Info("Gateway listening", "address", ln.Addr().String(), "workspace", f.workspace,
-		"standalone", f.policies != "", "pushes", opts.Authenticator != nil, "mcp", f.mcp.enabled,
-		"anonymousCallers", f.auth.allowAnonymous)
+	if tlsConfig != nil {
+		if err := serve(f.tls.listen, handler, tlsConfig); err != nil {
+			return err
+		}
+		handler = plainRefusesConfig(handler)
+	}
+	if f.listen != "" {
+		if err := serve(f.listen, handler, nil); err != nil {
+			_ = shutdown(servers, time.Second)
+			return err
+		}
+	}
 
 	if f.policies != "" {
 		go func() {
@@ -300,16 +333,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	select {
 	case err := <-errc:
+		_ = shutdown(servers, time.Second)
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info("Shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
+	if err := shutdown(servers, f.shutdownTimeout); err != nil {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
+}
+
+// shutdown stops the servers, waiting up to timeout for calls in flight.
+func shutdown(servers []*http.Server, timeout time.Duration) error {
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	errs := make(chan error, len(servers))
+	for _, hs := range servers {
+		go func() { errs <- hs.Shutdown(sctx) }()
+	}
+	var err error
+	for range servers {
+		err = errors.Join(err, <-errs)
+	}
+	return err
 }
 
 // listen listens on addr and serves at most maxConns connections at once,

@@ -105,12 +105,7 @@ func TestTheGatewayBinaryEnforcesPolicyFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a binary")
 	}
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "gateway")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	tmp, bin := buildGateway(t)
 	ws := filepath.Join(tmp, "workspace")
 	policies := filepath.Join(tmp, "policies")
 	for _, d := range []string{ws, policies} {
@@ -209,10 +204,11 @@ spec:
 
 // gatewayProcess is a running gateway binary.
 type gatewayProcess struct {
-	cmd    *exec.Cmd
-	base   string
-	stdout *bytes.Buffer
-	wait   func() error
+	cmd     *exec.Cmd
+	base    string
+	tlsAddr string // the HTTPS listener's address, with --tls-cert-file
+	stdout  *bytes.Buffer
+	wait    func() error
 }
 
 // startGateway starts the binary, learns its address from its log and waits
@@ -254,14 +250,17 @@ func startGatewayOut(t *testing.T, out *os.File, bin string, args ...string) *ga
 		}
 	})
 
-	// The gateway logs its address; read the log until it does, then keep draining it.
-	addrRe := regexp.MustCompile(`msg="Gateway listening" address=(\S+)`)
+	// The gateway logs its addresses (the HTTPS one first); read the log
+	// until it logs the plain one, then keep draining it.
+	addrRe := regexp.MustCompile(`msg="Gateway listening" address=(\S+) tls=(true|false)`)
 	lines := bufio.NewScanner(stderr)
 	var logs strings.Builder
-	addr := ""
+	addr, tlsAddr := "", ""
 	for addr == "" && lines.Scan() {
 		logs.WriteString(lines.Text() + "\n")
-		if m := addrRe.FindStringSubmatch(lines.Text()); m != nil {
+		if m := addrRe.FindStringSubmatch(lines.Text()); m != nil && m[2] == "true" {
+			tlsAddr = m[1]
+		} else if m != nil {
 			addr = m[1]
 		}
 	}
@@ -290,5 +289,17 @@ func startGatewayOut(t *testing.T, out *os.File, bin string, args ...string) *ga
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	return &gatewayProcess{cmd: cmd, base: base, stdout: &stdout, wait: wait}
+	return &gatewayProcess{cmd: cmd, base: base, tlsAddr: tlsAddr, stdout: &stdout, wait: wait}
+}
+
+// buildGateway builds this command into a temporary directory and returns
+// the directory and the binary.
+func buildGateway(t *testing.T) (dir, bin string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "gateway")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir, bin
 }

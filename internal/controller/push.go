@@ -3,12 +3,16 @@ package controller
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,43 +24,110 @@ import (
 // DefaultGatewayPort is the port gateways serve their API on.
 const DefaultGatewayPort = 8080
 
-// Pusher delivers compiled configurations to gateway pods over HTTP.
+// DefaultGatewayTLSPort is the port gateways serve their API on over TLS.
+const DefaultGatewayTLSPort = 8443
+
+// Pusher delivers compiled configurations to gateway pods over HTTPS (or,
+// when TLS is nil, plain HTTP).
 type Pusher struct {
-	// HTTP is the client used for pushes (a default with keep-alive when nil).
+	// HTTP is the client used for pushes (built from TLS when nil).
 	HTTP *http.Client
 	// Tokens authenticates the controller to gateways.
 	Tokens TokenSource
-	// Port is the gateways' API port (DefaultGatewayPort when 0).
+	// Port is the gateways' API port (DefaultGatewayPort, or
+	// DefaultGatewayTLSPort with TLS, when 0).
 	Port int
-	// Scheme is "http" (default) or "https".
-	Scheme string
-	// Now stamps IssuedAt (time.Now when nil).
+	// TLS, when set, makes pushes HTTPS verified against its trust bundle.
+	TLS *PushTLS
+	// Now stamps IssuedAt and is the time certificates are verified at
+	// (time.Now when nil).
 	Now func() time.Time
+
+	mu      sync.Mutex
+	bundle  []byte       // the trust bundle tlsHTTP was built from
+	tlsHTTP *http.Client // the client for bundle
 }
 
-func (p *Pusher) client() *http.Client {
-	if p.HTTP != nil {
-		return p.HTTP
+// PushTLS is how a Pusher verifies gateways: every pod must present a
+// certificate for ServerName (pods are dialled by IP, which no certificate
+// issued ahead of time can name) signed by a CA of the bundle Roots returns.
+type PushTLS struct {
+	// ServerName is the DNS name every gateway's certificate carries.
+	ServerName string
+	// Roots returns the PEM bundle of CAs the gateways' certificates are
+	// verified against, read anew for every push.
+	Roots func(ctx context.Context) ([]byte, error)
+}
+
+func (p *Pusher) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
 	}
-	return defaultPushClient
+	return time.Now()
 }
 
-var defaultPushClient = &http.Client{
-	Timeout: 10 * time.Second,
-	Transport: &http.Transport{
+// client returns the HTTP client for a push: with TLS, one whose roots are
+// the current bundle (a client is rebuilt when the bundle changes, and an
+// unreadable or empty bundle fails the push).
+func (p *Pusher) client(ctx context.Context) (*http.Client, error) {
+	if p.HTTP != nil {
+		return p.HTTP, nil
+	}
+	if p.TLS == nil {
+		return defaultPushClient, nil
+	}
+	if p.TLS.ServerName == "" || p.TLS.Roots == nil {
+		return nil, errors.New("push TLS needs a server name and a trust bundle")
+	}
+	bundle, err := p.TLS.Roots(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the gateways' trust bundle: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tlsHTTP != nil && bytes.Equal(bundle, p.bundle) {
+		return p.tlsHTTP, nil
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(bundle) {
+		return nil, errors.New("the gateways' trust bundle holds no PEM certificate")
+	}
+	tr := newPushTransport()
+	tr.TLSClientConfig = &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		RootCAs:    pool,
+		ServerName: p.TLS.ServerName,
+		Time:       p.now,
+	}
+	if p.tlsHTTP != nil {
+		p.tlsHTTP.CloseIdleConnections()
+	}
+	p.bundle, p.tlsHTTP = bytes.Clone(bundle), &http.Client{Timeout: pushTimeout, Transport: tr}
+	return p.tlsHTTP, nil
+}
+
+const pushTimeout = 10 * time.Second
+
+func newPushTransport() *http.Transport {
+	return &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 2,
 		IdleConnTimeout:     90 * time.Second,
-	},
+	}
 }
 
+var defaultPushClient = &http.Client{Timeout: pushTimeout, Transport: newPushTransport()}
+
 func (p *Pusher) url(pod *corev1.Pod) string {
-	port, scheme := p.Port, p.Scheme
+	port, scheme := p.Port, "http"
+	if p.TLS != nil {
+		scheme = "https"
+	}
 	if port == 0 {
 		port = DefaultGatewayPort
-	}
-	if scheme == "" {
-		scheme = "http"
+		if p.TLS != nil {
+			port = DefaultGatewayTLSPort
+		}
 	}
 	return scheme + "://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + "/v1/config"
 }
@@ -68,7 +139,11 @@ func (p *Pusher) Status(ctx context.Context, pod *corev1.Pod) (wire.ConfigStatus
 	if err != nil {
 		return st, err
 	}
-	resp, err := p.client().Do(req)
+	c, err := p.client(ctx)
+	if err != nil {
+		return st, err
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return st, fmt.Errorf("asking gateway %s for its revision: %w", pod.Name, err)
 	}
@@ -84,15 +159,15 @@ func (p *Pusher) Status(ctx context.Context, pod *corev1.Pod) (wire.ConfigStatus
 
 // Push sends cfg to the pod and returns when the pod has acknowledged it.
 func (p *Pusher) Push(ctx context.Context, pod *corev1.Pod, cfg *gatewayconfig.Config) error {
-	now := time.Now
-	if p.Now != nil {
-		now = p.Now
-	}
 	out := *cfg
-	out.IssuedAt = now().UnixNano()
+	out.IssuedAt = p.now().UnixNano()
 	body, err := json.Marshal(&out)
 	if err != nil {
 		return fmt.Errorf("encoding configuration: %w", err)
+	}
+	c, err := p.client(ctx) // before the token: no token leaves without a verified channel
+	if err != nil {
+		return err
 	}
 	token, err := p.Tokens.Token(ctx)
 	if err != nil {
@@ -104,7 +179,7 @@ func (p *Pusher) Push(ctx context.Context, pod *corev1.Pod, cfg *gatewayconfig.C
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := p.client().Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return fmt.Errorf("pushing revision %s to gateway %s: %w", cfg.Revision, pod.Name, err)
 	}

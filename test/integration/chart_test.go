@@ -410,7 +410,8 @@ func TestChartRBACMatchesGeneratedRoles(t *testing.T) {
 		file  string
 		chart []rbacv1.PolicyRule
 	}{
-		{"role.yaml", rules("ClusterRole", "toolhooks-manager-role")},
+		// The controller's Secrets rule only in the release namespace.
+		{"role.yaml", append(rules("ClusterRole", "toolhooks-manager-role"), rules("Role", "toolhooks-manager-role")...)},
 		// The gateway's TokenReview rule is cluster-wide, its Events rule only
 		// in the release namespace.
 		{"gateway/role.yaml", append(rules("ClusterRole", "toolhooks-gateway-role"), rules("Role", "toolhooks-gateway-role")...)},
@@ -477,7 +478,7 @@ func TestChartWorkloadsAgree(t *testing.T) {
 		{"team-a", "agents", "team-a-toolhooks"},
 	} {
 		t.Run(c.release, func(t *testing.T) {
-			m := parseManifest(t, mustTemplate(t, c.release, c.namespace, "gateway.port=9090"))
+			m := parseManifest(t, mustTemplate(t, c.release, c.namespace, "gateway.port=9090", "gateway.tls.port=9443"))
 			ctrl := into[deployment](t, m.get(t, "Deployment", c.prefix+"-controller-manager"))
 			gw := into[deployment](t, m.get(t, "Deployment", c.prefix+"-gateway"))
 			svc := into[corev1.Service](t, m.get(t, "Service", c.prefix+"-gateway"))
@@ -502,10 +503,16 @@ func TestChartWorkloadsAgree(t *testing.T) {
 			if got := pushRole.Rules[0].ResourceNames; !slices.Equal(got, []string{sa}) {
 				t.Errorf("the push-token role is for %v, want [%s]", got, sa)
 			}
-			if argValue(t, cArgs, "gateway-port") != "9090" || argValue(t, gArgs, "listen") != ":9090" ||
-				gPod.Containers[0].Ports[0].ContainerPort != 9090 || svc.Spec.Ports[0].Port != 9090 {
-				t.Errorf("gateway port is not 9090 everywhere: controller %q, listen %q, container %d, service %d",
-					argValue(t, cArgs, "gateway-port"), argValue(t, gArgs, "listen"), gPod.Containers[0].Ports[0].ContainerPort, svc.Spec.Ports[0].Port)
+			if argValue(t, gArgs, "listen") != ":9090" || gPod.Containers[0].Ports[0].ContainerPort != 9090 || svc.Spec.Ports[0].Port != 9090 {
+				t.Errorf("gateway port is not 9090 everywhere: listen %q, container %d, service %d",
+					argValue(t, gArgs, "listen"), gPod.Containers[0].Ports[0].ContainerPort, svc.Spec.Ports[0].Port)
+			}
+			// The controller pushes to the HTTPS port.
+			if argValue(t, cArgs, "gateway-port") != "9443" || argValue(t, gArgs, "tls-listen") != ":9443" ||
+				len(gPod.Containers[0].Ports) != 2 || gPod.Containers[0].Ports[1].ContainerPort != 9443 ||
+				len(svc.Spec.Ports) != 2 || svc.Spec.Ports[1].Port != 9443 {
+				t.Errorf("gateway TLS port is not 9443 everywhere: controller %q, tls-listen %q, container %v, service %v",
+					argValue(t, cArgs, "gateway-port"), argValue(t, gArgs, "tls-listen"), gPod.Containers[0].Ports, svc.Spec.Ports)
 			}
 			if !slices.Contains(cArgs, "--leader-elect") {
 				t.Errorf("controller args %q lack --leader-elect", cArgs)
@@ -672,8 +679,23 @@ func TestChartRBACLetsThePushHandshakeWorkAndNothingMore(t *testing.T) {
 	denied("the gateway listing secrets", err)
 	_, err = gatewayCS.CoreV1().ConfigMaps(ns).Get(ctx, "anything", metav1.GetOptions{})
 	denied("the gateway reading configmaps", err)
-	_, err = controllerCS.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
-	denied("the controller listing secrets", err)
+	_, err = controllerCS.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+	denied("the controller listing secrets outside its namespace", err)
+
+	// The controller keeps the gateway TLS Secrets in its own namespace only.
+	for _, c := range []struct {
+		verb, namespace string
+		allowed         bool
+	}{
+		{"get", ns, true}, {"list", ns, true}, {"watch", ns, true}, {"update", ns, true}, {"create", ns, true},
+		{"get", "default", false}, {"update", "default", false}, {"delete", ns, false},
+	} {
+		out, err := testEnv.Kubectl(t, "auth", "can-i", c.verb, "secrets", "-n", c.namespace,
+			"--as", "system:serviceaccount:"+ns+":"+ctrlSA)
+		if got := strings.TrimSpace(out) == "yes" && err == nil; got != c.allowed {
+			t.Errorf("controller may %s Secrets in %s: %v (%q), want %v", c.verb, c.namespace, got, out, c.allowed)
+		}
+	}
 
 	// The gateway records Events in its own namespace only.
 	for _, c := range []struct {
@@ -758,4 +780,113 @@ func TestChartMountsStaticTokensAndTheOIDCCA(t *testing.T) {
 			t.Errorf("a default install passes %s", a)
 		}
 	}
+}
+
+// gatewayTLSVolume returns the Secret the gateway pods mount their key pair
+// from, checking the flags read it from the mount.
+func gatewayTLSVolume(t *testing.T, pod corev1.PodSpec) string {
+	t.Helper()
+	args := pod.Containers[0].Args
+	var dir string
+	for _, vm := range pod.Containers[0].VolumeMounts {
+		if vm.Name == "tls" {
+			dir = vm.MountPath
+		}
+	}
+	if dir == "" || argValue(t, args, "tls-cert-file") != dir+"/tls.crt" || argValue(t, args, "tls-key-file") != dir+"/tls.key" {
+		t.Fatalf("gateway TLS flags %q do not read the tls volume mounted at %q", args, dir)
+	}
+	for _, v := range pod.Volumes {
+		if v.Name == "tls" && v.Secret != nil {
+			keys := []string{}
+			for _, it := range v.Secret.Items {
+				keys = append(keys, it.Key)
+			}
+			if !slices.Equal(keys, []string{"tls.crt", "tls.key"}) {
+				t.Errorf("the gateway mounts keys %v of its TLS Secret, want tls.crt and tls.key only (never a CA key)", keys)
+			}
+			return v.Secret.SecretName
+		}
+	}
+	t.Fatal("no tls Secret volume on the gateway pods")
+	return ""
+}
+
+func TestChartGatewayTLS(t *testing.T) {
+	t.Run("a controller-managed CA by default", func(t *testing.T) {
+		m := parseManifest(t, mustTemplate(t, "toolhooks", "agents"))
+		cArgs := into[deployment](t, m.get(t, "Deployment", "toolhooks-controller-manager")).Spec.Template.Spec.Containers[0].Args
+		gPod := into[deployment](t, m.get(t, "Deployment", "toolhooks-gateway")).Spec.Template.Spec
+		secret := gatewayTLSVolume(t, gPod)
+		if secret != "toolhooks-gateway-tls" || argValue(t, cArgs, "gateway-tls-secret") != secret {
+			t.Errorf("gateway mounts %q, controller keeps %q", secret, argValue(t, cArgs, "gateway-tls-secret"))
+		}
+		ca := argValue(t, cArgs, "gateway-ca-secret")
+		if ca == secret || argValue(t, cArgs, "manage-gateway-ca") != "true" || argValue(t, cArgs, "gateway-tls") != "true" {
+			t.Errorf("controller TLS flags %q: want a managed CA in its own Secret", cArgs)
+		}
+		// Both Secrets belong to the release (an uninstall removes them), empty.
+		for _, name := range []string{ca, secret} {
+			s := into[corev1.Secret](t, m.get(t, "Secret", name))
+			if len(s.Data) != 0 || len(s.StringData) != 0 {
+				t.Errorf("Secret %s renders data; the controller writes it", name)
+			}
+		}
+		server := argValue(t, cArgs, "gateway-tls-server-name")
+		if server != "toolhooks-gateway.agents.svc" ||
+			!slices.Contains(strings.Split(argValue(t, cArgs, "gateway-tls-dns-names"), ","), "toolhooks-gateway.agents.svc.cluster.local") {
+			t.Errorf("server name %q, DNS names %q: want the gateway Service's names", server, argValue(t, cArgs, "gateway-tls-dns-names"))
+		}
+		if m.count("Certificate") != 0 {
+			t.Error("a Certificate rendered without cert-manager")
+		}
+	})
+	t.Run("cert-manager", func(t *testing.T) {
+		m := parseManifest(t, mustTemplate(t, "toolhooks", "agents", "gateway.tls.certManager.enabled=true",
+			"gateway.tls.certManager.issuerRef.name=cluster-ca", "gateway.tls.certManager.issuerRef.kind=ClusterIssuer"))
+		cArgs := into[deployment](t, m.get(t, "Deployment", "toolhooks-controller-manager")).Spec.Template.Spec.Containers[0].Args
+		gPod := into[deployment](t, m.get(t, "Deployment", "toolhooks-gateway")).Spec.Template.Spec
+		cert := m.get(t, "Certificate", "toolhooks-gateway")
+		spec, _ := cert.Object["spec"].(map[string]any)
+		secret := gatewayTLSVolume(t, gPod)
+		if spec["secretName"] != secret || argValue(t, cArgs, "gateway-tls-secret") != secret {
+			t.Errorf("Certificate secretName %v, gateway mounts %q, controller reads %q", spec["secretName"], secret,
+				argValue(t, cArgs, "gateway-tls-secret"))
+		}
+		var dnsNames []string
+		for _, n := range spec["dnsNames"].([]any) {
+			dnsNames = append(dnsNames, n.(string))
+		}
+		if !slices.Contains(dnsNames, argValue(t, cArgs, "gateway-tls-server-name")) {
+			t.Errorf("Certificate names %v lack the controller's server name %q", dnsNames, argValue(t, cArgs, "gateway-tls-server-name"))
+		}
+		issuer, _ := spec["issuerRef"].(map[string]any)
+		if issuer["name"] != "cluster-ca" || issuer["kind"] != "ClusterIssuer" || issuer["group"] != "cert-manager.io" {
+			t.Errorf("issuerRef %v", issuer)
+		}
+		if argValue(t, cArgs, "manage-gateway-ca") != "false" || slices.ContainsFunc(cArgs, func(a string) bool {
+			return strings.HasPrefix(a, "--gateway-ca-secret")
+		}) {
+			t.Errorf("controller args %q: with cert-manager it must not manage a CA", cArgs)
+		}
+		if m.count("Secret") != 0 {
+			t.Errorf("%d Secrets rendered; cert-manager creates the one it issues", m.count("Secret"))
+		}
+		if out, err := helmTemplate(t, "toolhooks", "agents", "gateway.tls.certManager.enabled=true"); err == nil ||
+			!strings.Contains(out+err.Error(), "issuerRef.name") {
+			t.Errorf("cert-manager without an issuer rendered: %v\n%.300s", err, out)
+		}
+	})
+	t.Run("disabled", func(t *testing.T) {
+		m := parseManifest(t, mustTemplate(t, "toolhooks", "agents", "gateway.tls.enabled=false"))
+		cArgs := into[deployment](t, m.get(t, "Deployment", "toolhooks-controller-manager")).Spec.Template.Spec.Containers[0].Args
+		gPod := into[deployment](t, m.get(t, "Deployment", "toolhooks-gateway")).Spec.Template.Spec
+		if argValue(t, cArgs, "gateway-tls") != "false" || argValue(t, cArgs, "gateway-port") != "8080" {
+			t.Errorf("controller args %q: want plain pushes to 8080", cArgs)
+		}
+		if slices.ContainsFunc(gPod.Containers[0].Args, func(a string) bool { return strings.HasPrefix(a, "--tls-") }) ||
+			m.count("Secret") != 0 || m.count("Certificate") != 0 {
+			t.Errorf("TLS rendered while disabled: gateway args %q", gPod.Containers[0].Args)
+		}
+	})
 }
