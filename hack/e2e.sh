@@ -18,6 +18,8 @@ RELEASE=toolhooks
 TAG=e2e
 CONTROLLER_IMAGE=toolhooks/controller
 GATEWAY_IMAGE=toolhooks/gateway
+# The suite's agent: makes a call from inside a pod as the pod's ServiceAccount.
+AGENT_IMAGE=toolhooks/e2e-agent
 CLUSTER="${ROOT}/hack/local-cluster.sh"
 
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -87,12 +89,13 @@ export KUBECONFIG="${KUBECONFIG_FILE}"
 
 phase "images build and import"
 export CGO_ENABLED=0
-log "building the controller and gateway binaries (static, CGO_ENABLED=0: the first time this compiles their dependencies anew, minutes on 2 cores)"
+log "building the controller, gateway and e2e agent binaries (static, CGO_ENABLED=0: the first time this compiles their dependencies anew, minutes on 2 cores)"
 go build -trimpath -ldflags '-s -w' -o "${WORK}/manager" ./cmd/main.go
 go build -trimpath -ldflags '-s -w' -o "${WORK}/gateway" ./cmd/gateway
+go build -trimpath -ldflags '-s -w' -o "${WORK}/agent" ./test/e2e/agent
 log "testing the image packer (hack/imagetar)"
 (cd hack/imagetar && GOWORK=off go test -count=1 .)
-for img in "controller:manager:${CONTROLLER_IMAGE}" "gateway:gateway:${GATEWAY_IMAGE}"; do
+for img in "controller:manager:${CONTROLLER_IMAGE}" "gateway:gateway:${GATEWAY_IMAGE}" "agent:agent:${AGENT_IMAGE}"; do
   IFS=: read -r what bin ref <<<"$img"
   log "packing ${ref}:${TAG} (FROM scratch, /${bin} as entrypoint, user 65532)"
   (cd hack/imagetar && GOWORK=off go run . -binary "${WORK}/${bin}" -path "/${bin}" -tag "${ref}:${TAG}" -out "${WORK}/${what}.tar")
@@ -115,4 +118,5 @@ phase "e2e suite"
 # shellcheck disable=SC2086 # GO_TEST_FLAGS is a list of flags
 TOOLHOOKS_E2E_HELM="${HELM}" TOOLHOOKS_E2E_KUBECTL="${BINS}/kubectl" TOOLHOOKS_E2E_NAMESPACE="${NAMESPACE}" \
   TOOLHOOKS_E2E_RELEASE="${RELEASE}" TOOLHOOKS_E2E_CHART="${ROOT}/charts/toolhooks" TOOLHOOKS_E2E_VALUES="${VALUES[*]}" \
+  TOOLHOOKS_E2E_AGENT_IMAGE="${AGENT_IMAGE}:${TAG}" \
   go test -tags e2e -count=1 -v -timeout 20m ${GO_TEST_FLAGS:-} ./test/e2e/

@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -24,6 +26,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
+	"github.com/toolhooks/toolhooks/internal/plugins/pluginauth"
 	"github.com/toolhooks/toolhooks/internal/testenv"
 )
 
@@ -33,6 +36,11 @@ const (
 	controllerNamespace = "toolhooks-system"
 	controllerSA        = "toolhooks-controller"
 	controllerIdentity  = "system:serviceaccount:" + controllerNamespace + ":" + controllerSA
+	// The gateways' ServiceAccount: its token, bound to pluginAudience, is
+	// what they present to the approval service.
+	gatewaySA       = "toolhooks-gateway"
+	gatewayIdentity = "system:serviceaccount:" + demoNamespace + ":" + gatewaySA
+	pluginAudience  = "toolhooks-plugins"
 )
 
 // clusterGateway is one gateway pod of the cluster demo: a Pod object whose
@@ -95,11 +103,18 @@ func runCluster(ctx context.Context, out *printer, o options) error { //nolint:g
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: controllerNamespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: controllerSA}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: gatewaySA}},
 	} {
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
+	pluginToken, err := guardApprovals(ctx, env.Config, d)
+	if err != nil {
+		return err
+	}
+	progress(out, start, "The approval service at %s verifies its callers by TokenReview: only %s's tokens for audience %q",
+		d.approvalsURL, gatewayIdentity, pluginAudience)
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -119,7 +134,7 @@ func runCluster(ctx context.Context, out *printer, o options) error { //nolint:g
 		g, err := startGateway(ctx, "gateway "+cg.name, o.gateway, "--listen", net.JoinHostPort(cg.ip, strconv.Itoa(port)),
 			"--workspace", d.workspace, "--kubeconfig", kubeconfig, "--controller-identity", controllerIdentity,
 			"--pod-name", pod.Name, "--pod-namespace", pod.Namespace, "--pod-uid", string(pod.UID),
-			"--auth-tokens-file", d.tokens)
+			"--auth-tokens-file", d.tokens, "--plugin-token-file", pluginToken)
 		if err != nil {
 			return err
 		}
@@ -188,6 +203,35 @@ func runCluster(ctx context.Context, out *printer, o options) error { //nolint:g
 	hold(ctx, out, o, gateways[gwCoding].addr)
 	progress(out, start, "Stopping the gateways, the controller and the control plane; removing %s", d.root)
 	return nil
+}
+
+// guardApprovals makes the approval service accept only the gateways'
+// ServiceAccount tokens for the plugin audience, verified by TokenReview,
+// and writes such a token where the gateways read it (--plugin-token-file),
+// as the kubelet projects it into a gateway pod; it returns the file.
+func guardApprovals(ctx context.Context, cfg *rest.Config, d demoDirs) (string, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	v, err := pluginauth.New(pluginauth.Options{Client: cs.AuthenticationV1().TokenReviews(), Audience: pluginAudience,
+		Gateways: []string{gatewayIdentity}})
+	if err != nil {
+		return "", err
+	}
+	d.approvals.requireGateways(v)
+	secs := int64(24 * time.Hour / time.Second) // the demo may be held for hours; a pod's token is renewed by the kubelet
+	tr, err := cs.CoreV1().ServiceAccounts(demoNamespace).CreateToken(ctx, gatewaySA, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{Audiences: []string{pluginAudience}, ExpirationSeconds: &secs},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("requesting the gateways' plugin token: %w", err)
+	}
+	file := filepath.Join(d.root, "plugin-token")
+	if err := os.WriteFile(file, []byte(tr.Status.Token), 0o600); err != nil {
+		return "", err
+	}
+	return file, nil
 }
 
 // writeKubeconfig writes a kubeconfig for the administrator envtest created.

@@ -58,6 +58,29 @@ func TestClusterDemoPushesTheSamplesAndShowsTheDenials(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", s, text)
 		}
 	}
+	// The writes the approval service decided (in checkSession) came with
+	// the gateways' token; a request without it, or with another, is refused.
+	m := regexp.MustCompile(`approval service at (\S+) verifies its callers by TokenReview`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("the demo does not say the approval service verifies its callers:\n%s", text)
+	}
+	for name, header := range map[string]string{"no token": "", "a forged token": "Bearer forged"} {
+		req, err := http.NewRequest(http.MethodPost, m[1], strings.NewReader(`{"method":"hook_before","id":"1","params":{"toolName":"write_file","arguments":"{}"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if header != "" {
+			req.Header.Set("Authorization", header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("the approval service answered a request with %s %d, want 401", name, resp.StatusCode)
+		}
+	}
 	events := text[strings.Index(text, "reason=ToolCallDenied"):]
 	for _, s := range []string{
 		"PluginHook       approval-service   gateway-coding ",

@@ -82,6 +82,9 @@ type demoDirs struct {
 	root, workspace, policies string
 	// tokens is the gateways' callers' tokens file (--auth-tokens-file).
 	tokens string
+	// approvals is the local approval service, at approvalsURL.
+	approvals    *approvals
+	approvalsURL string
 }
 
 // setup checks the binaries (flag name -> path), creates the workspace and
@@ -119,11 +122,12 @@ func setup(out *printer, title string, binaries map[string]string) (d demoDirs, 
 	if err = seedWorkspace(d.workspace); err != nil {
 		return d, cleanup, err
 	}
-	url, stopApprovals, err := approvalService()
+	url, svc, stopApprovals, err := approvalService()
 	if err != nil {
 		return d, cleanup, err
 	}
 	undo = append(undo, stopApprovals)
+	d.approvals, d.approvalsURL = svc, url
 	if policies, err = loadSamples(d.workspace, url); err != nil {
 		return d, cleanup, err
 	}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/toolhooks/toolhooks/config/samples"
 	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/plugins/pluginauth"
 	"github.com/toolhooks/toolhooks/internal/policyfile"
 )
 
@@ -142,37 +144,58 @@ func writePolicies(dir string, p compile.Policies) error {
 // approvalService is the demo's stand-in for the approvals Service the
 // approval-service PluginHook calls: it speaks the plugin protocol (a
 // hook_before request, a {allow, reason} result) and refuses changes to CI
-// workflows, which need a human.
-func approvalService() (url string, stop func(), err error) {
+// workflows, which need a human. Once given a verifier (cluster mode), it
+// answers only requests bearing a gateway's ServiceAccount token.
+func approvalService() (url string, svc *approvals, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID     string `json:"id"`
-			Params struct {
-				ToolName  string `json:"toolName"`
-				Arguments string `json:"arguments"`
-			} `json:"params"`
-		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
-			http.Error(w, "bad request", http.StatusBadRequest)
-			return
-		}
-		// The arguments as the gateway's hooks and tools read them; a call
-		// without a path is approved.
-		args, _ := hooks.ParseArgs(req.Params.Arguments)
-		path, _ := args["path"].(string)
-		verdict := map[string]any{"allow": true}
-		if strings.Contains(filepath.ToSlash(path), ".github/") {
-			verdict = map[string]any{"allow": false, "reason": "changes to CI workflows need a human approval (ticket required)"}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"id": req.ID, "result": verdict})
-	})}
+	svc = &approvals{}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: svc}
 	go func() { _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String() + "/hooks/tool-before", func() { _ = srv.Close() }, nil
+	return "http://" + ln.Addr().String() + "/hooks/tool-before", svc, func() { _ = srv.Close() }, nil
+}
+
+// approvals is the approval service's handler.
+type approvals struct {
+	verifier atomic.Pointer[pluginauth.Verifier]
+}
+
+// requireGateways makes the service verify every caller with v from now on.
+func (a *approvals) requireGateways(v *pluginauth.Verifier) { a.verifier.Store(v) }
+
+func (a *approvals) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if v := a.verifier.Load(); v != nil {
+		v.Require(http.HandlerFunc(approve)).ServeHTTP(w, r)
+		return
+	}
+	approve(w, r)
+}
+
+// approve decides one hook_before request.
+func approve(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ID     string `json:"id"`
+		Params struct {
+			ToolName  string `json:"toolName"`
+			Arguments string `json:"arguments"`
+		} `json:"params"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	// The arguments as the gateway's hooks and tools read them; a call
+	// without a path is approved.
+	args, _ := hooks.ParseArgs(req.Params.Arguments)
+	path, _ := args["path"].(string)
+	verdict := map[string]any{"allow": true}
+	if strings.Contains(filepath.ToSlash(path), ".github/") {
+		verdict = map[string]any{"allow": false, "reason": "changes to CI workflows need a human approval (ticket required)"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": req.ID, "result": verdict})
 }
 
 // The demo's gateways (keys of the gateways maps) and the tools it calls.

@@ -70,6 +70,8 @@ type flags struct {
 	budgets         contract.BudgetConfig
 	// pluginMaxTimeouts: calls in a row a stdio plugin may let time out.
 	pluginMaxTimeouts int
+	// pluginTokenFile: the token presented to HTTP plugins ("": none).
+	pluginTokenFile string
 }
 
 // defaultGOGC is the gateway's garbage collector percentage unless --gogc or
@@ -121,6 +123,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"most live budget sessions of one caller, so that one caller cannot fill the table for everyone")
 	fs.IntVar(&f.pluginMaxTimeouts, "plugin-max-timeouts", plugins.DefaultMaxTimeouts,
 		"kill and restart a stdio plugin after this many calls in a row timed out")
+	fs.StringVar(&f.pluginTokenFile, "plugin-token-file", "",
+		"present the token in this file (a projected ServiceAccount token, re-read when it rotates) "+
+			"as a bearer token to HTTP plugins; when it cannot be read, plugin calls fail")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -222,7 +227,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		debug.SetGCPercent(f.gogc)
 	}
 	reg := gateway.NewRegistry()
-	pluginHost, err := plugins.New(plugins.Options{Logger: log, Registry: reg, MaxTimeouts: f.pluginMaxTimeouts})
+	popts := plugins.Options{Logger: log, Registry: reg, MaxTimeouts: f.pluginMaxTimeouts}
+	if f.pluginTokenFile != "" {
+		popts.Token = plugins.NewTokenFile(f.pluginTokenFile, plugins.DefaultTokenCheckInterval, nil)
+		if _, err := popts.Token.Token(); err != nil {
+			// Not fatal: the kubelet may not have written it yet; every plugin call fails until it has.
+			log.Warn("The plugin token file cannot be read yet; HTTP plugin calls fail until it can", "error", err)
+		}
+	}
+	pluginHost, err := plugins.New(popts)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ const AnonymousUser = "system:anonymous"
 const UnauthenticatedGroup = "system:unauthenticated"
 
 // Anonymous is the identity of callers without a token.
-var Anonymous = &hooks.Identity{Username: AnonymousUser, Groups: []string{UnauthenticatedGroup}}
+var Anonymous = &hooks.Identity{Username: AnonymousUser, Groups: []string{UnauthenticatedGroup}, Kind: hooks.IdentityAnonymous}
 
 // Authenticator verifies bearer tokens. It returns the token's identity and,
 // when the token says so, when it expires (zero when unknown); an error wraps

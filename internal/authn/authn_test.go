@@ -69,6 +69,13 @@ func TestRequestAuthentication(t *testing.T) {
 			if err != nil || id.Username != c.want {
 				t.Fatalf("got (%v, %v), want %s", id, err, c.want)
 			}
+			wantKind := hooks.IdentityStatic
+			if c.want == authn.AnonymousUser {
+				wantKind = hooks.IdentityAnonymous
+			}
+			if id.Kind != wantKind {
+				t.Fatalf("kind %q, want %q", id.Kind, wantKind)
+			}
 		})
 	}
 }

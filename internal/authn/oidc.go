@@ -151,7 +151,7 @@ func (o *OIDC) AuthenticateToken(ctx context.Context, token string) (*hooks.Iden
 		}
 	}
 	id := &hooks.Identity{Username: o.opts.UsernamePrefix + name, UID: tok.Subject,
-		Extra: map[string][]string{"oidc.issuer": {tok.Issuer}}}
+		Extra: map[string][]string{"oidc.issuer": {tok.Issuer}}, Kind: hooks.IdentityOIDC}
 	if strings.HasPrefix(id.Username, "system:") {
 		return nil, time.Time{}, fmt.Errorf("%w: oidc: username %q is reserved", ErrUnauthenticated, id.Username)
 	}

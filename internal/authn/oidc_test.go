@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/toolhooks/toolhooks/internal/authn"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 // issuer is a minimal OpenID Connect issuer over real HTTPS: a discovery
@@ -105,7 +106,7 @@ func TestOIDCAcceptsAValidToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id.Username != "oidc:alice" || id.UID != "alice" || strings.Join(id.Groups, ",") != "oidc:dev,oidc:ops" {
+	if id.Username != "oidc:alice" || id.UID != "alice" || strings.Join(id.Groups, ",") != "oidc:dev,oidc:ops" || id.Kind != hooks.IdentityOIDC {
 		t.Fatalf("identity = %+v", id)
 	}
 	if time.Until(exp) < 50*time.Minute {

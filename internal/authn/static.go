@@ -80,7 +80,7 @@ func ParseStaticTokens(b []byte) (*StaticTokens, error) {
 		if _, dup := t.byHash[sum]; dup {
 			return nil, fmt.Errorf("tokens[%d] (%s): the token is listed twice", i, id)
 		}
-		t.byHash[sum] = &hooks.Identity{Username: id, UID: e.UID, Groups: e.Groups}
+		t.byHash[sum] = &hooks.Identity{Username: id, UID: e.UID, Groups: e.Groups, Kind: hooks.IdentityStatic}
 	}
 	return t, nil
 }

@@ -450,11 +450,11 @@ func TestMetricsAreExposedWithBoundedLabels(t *testing.T) {
 	e.decide("made_up_1", `{"path":"config/.env"}`)
 	m := e.metrics()
 	for _, want := range []string{
-		`toolhooks_tool_calls_total{outcome="unknown_tool",tool="other"} 300`,
-		`toolhooks_tool_calls_total{outcome="succeeded",tool="read_file"} 1`,
-		`toolhooks_tool_calls_total{outcome="denied",tool="read_file"} 2`,
-		`toolhooks_tool_calls_total{outcome="denied",tool="other"} 1`,
-		`toolhooks_denials_total{hook="AutonomyPolicy/default/coding-agent",tool="read_file"} 2`,
+		`toolhooks_tool_calls_total{caller_kind="static",outcome="unknown_tool",tool="other"} 300`,
+		`toolhooks_tool_calls_total{caller_kind="static",outcome="succeeded",tool="read_file"} 1`,
+		`toolhooks_tool_calls_total{caller_kind="static",outcome="denied",tool="read_file"} 2`,
+		`toolhooks_tool_calls_total{caller_kind="static",outcome="denied",tool="other"} 1`,
+		`toolhooks_denials_total{caller_kind="static",hook="AutonomyPolicy/default/coding-agent",tool="read_file"} 2`,
 		`toolhooks_decision_duration_seconds_count{api="decisions"} 2`,
 		`toolhooks_decision_duration_seconds_count{api="tool-calls"} 302`,
 		`toolhooks_config_revision_info{revision="` + e.srv.Status().Revision + `"} 1`,

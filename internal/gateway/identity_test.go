@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
@@ -197,5 +200,64 @@ spec:
 	}
 	if got := status(agentToken, 0); got != "succeeded" {
 		t.Errorf("another caller: %s", got)
+	}
+}
+
+// kindStub verifies "sa-token" as a ServiceAccount and "oidc-token" as an
+// OIDC user, as the TokenReview and OIDC authenticators do.
+type kindStub struct{}
+
+func (kindStub) AuthenticateToken(_ context.Context, tok string) (*hooks.Identity, time.Time, error) {
+	switch tok {
+	case "sa-token":
+		return &hooks.Identity{Username: "system:serviceaccount:team:secret-sa-name", Kind: hooks.IdentityServiceAccount}, time.Time{}, nil
+	case "oidc-token":
+		return &hooks.Identity{Username: "oidc:secret-oidc-user", Kind: hooks.IdentityOIDC}, time.Time{}, nil
+	}
+	return nil, time.Time{}, fmt.Errorf("%w: %w", authn.ErrUnauthenticated, authn.ErrUnrecognized)
+}
+
+// TestMetricsCountCallersByKindNeverByName: calls and denials carry the
+// caller's kind (how it was verified) as a label; no username, uid or group
+// appears anywhere in /metrics.
+func TestMetricsCountCallersByKindNeverByName(t *testing.T) {
+	static, err := authn.ParseStaticTokens([]byte("tokens:\n- {identity: secret-static-user, token: static-token-0123456789, groups: [secret-group]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(o *gateway.Options) {
+		o.Callers = &authn.Request{Tokens: authn.Union{static, kindStub{}}, AllowAnonymous: true}
+	})
+	e.mustPush(compileYAML(t, e.ws, basePolicy))
+	read := func(tok, path string) {
+		t.Helper()
+		req := map[string]any{"tool": "read_file", "arguments": map[string]string{"path": path}}
+		if status, body := e.postAs(tok, "/v1/tool-calls", req); status != http.StatusOK {
+			t.Fatalf("%q: %d %s", tok, status, body)
+		}
+	}
+	read("sa-token", "config/.env")
+	read("sa-token", "config/.env")
+	read("sa-token", "README.md")
+	read("oidc-token", "config/.env")
+	read("static-token-0123456789", "README.md")
+	read("", "config/.env")
+	m := e.metrics()
+	for _, want := range []string{
+		`toolhooks_tool_calls_total{caller_kind="serviceaccount",outcome="denied",tool="read_file"} 2`,
+		`toolhooks_tool_calls_total{caller_kind="serviceaccount",outcome="succeeded",tool="read_file"} 1`,
+		`toolhooks_tool_calls_total{caller_kind="static",outcome="succeeded",tool="read_file"} 1`,
+		`toolhooks_denials_total{caller_kind="serviceaccount",hook="AutonomyPolicy/default/coding-agent",tool="read_file"} 2`,
+		`toolhooks_denials_total{caller_kind="oidc",hook="AutonomyPolicy/default/coding-agent",tool="read_file"} 1`,
+		`toolhooks_denials_total{caller_kind="anonymous",hook="AutonomyPolicy/default/coding-agent",tool="read_file"} 1`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s:\n%s\n%s", want, grepLines(m, "toolhooks_tool_calls_total"), grepLines(m, "toolhooks_denials_total"))
+		}
+	}
+	for _, leak := range []string{"secret-", "system:serviceaccount", "oidc:", authn.AnonymousUser, authn.UnauthenticatedGroup} {
+		if strings.Contains(m, leak) {
+			t.Errorf("/metrics names a caller (%q)", leak)
+		}
 	}
 }

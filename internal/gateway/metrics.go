@@ -38,6 +38,9 @@ var rejectReasons = []string{RejectUnauthenticated, RejectForbidden, RejectMalfo
 const (
 	labelTool = "tool"
 	labelHook = "hook"
+	// labelCaller is how the caller was verified (hooks.KindOf: serviceaccount,
+	// user, oidc, static, anonymous, none, unknown), never who it is.
+	labelCaller = "caller_kind"
 )
 
 // NewRegistry returns a registry with the Go and process collectors, for
@@ -81,13 +84,14 @@ func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error)
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolhooks_tool_calls_total",
-			Help: "Tool calls and decisions by tool and outcome (allowed, denied, succeeded, failed, timed_out, " +
-				"unknown_tool). Tools unknown to the gateway count as \"other\".",
-		}, []string{labelTool, "outcome"}),
+			Help: "Tool calls and decisions by tool, outcome (allowed, denied, succeeded, failed, timed_out, " +
+				"unknown_tool) and caller kind (serviceaccount, user, oidc, static, anonymous, none, unknown). " +
+				"Tools unknown to the gateway count as \"other\".",
+		}, []string{labelTool, "outcome", labelCaller}),
 		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolhooks_denials_total",
-			Help: "Denied calls by tool and deciding hook.",
-		}, []string{labelTool, labelHook}),
+			Help: "Denied calls by tool, deciding hook and caller kind.",
+		}, []string{labelTool, labelHook, labelCaller}),
 		warnings: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolhooks_warnings_total",
 			Help: "Would-be denials of hooks in warn (dry-run) mode, by tool and hook.",
@@ -176,15 +180,15 @@ func (m *metrics) setConfig(cfg *gatewayconfig.Config, entries []hooks.Entry) {
 
 // observe counts one call.
 func (m *metrics) observe(api string, call *hooks.Call, res *hooks.Result, hookTime time.Duration) {
-	tool := m.tools.value(call.Tool)
-	m.calls.WithLabelValues(tool, string(res.Status)).Inc()
+	tool, caller := m.tools.value(call.Tool), string(hooks.KindOf(call.Caller))
+	m.calls.WithLabelValues(tool, string(res.Status), caller).Inc()
 	if o, ok := m.decisionByAPI[api]; ok {
 		o.Observe(hookTime.Seconds())
 	} else {
 		m.decision.WithLabelValues(api).Observe(hookTime.Seconds())
 	}
 	if res.Denial != nil {
-		m.denials.WithLabelValues(tool, m.hookNames.value(res.Denial.Hook)).Inc()
+		m.denials.WithLabelValues(tool, m.hookNames.value(res.Denial.Hook), caller).Inc()
 	}
 	for _, w := range res.Warnings {
 		m.warnings.WithLabelValues(tool, m.hookNames.value(w.Hook)).Inc()

@@ -80,7 +80,10 @@ func (t *TokenReview) AuthenticateToken(ctx context.Context, token string) (*hoo
 		}
 		return nil, time.Time{}, fmt.Errorf("%w: %s", gateway.ErrUnauthenticated, reason)
 	}
-	id := &hooks.Identity{Username: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
+	id := &hooks.Identity{Username: st.User.Username, UID: st.User.UID, Groups: st.User.Groups, Kind: hooks.IdentityUser}
+	if _, _, ok := id.ServiceAccount(); ok {
+		id.Kind = hooks.IdentityServiceAccount
+	}
 	if len(st.User.Extra) > 0 {
 		id.Extra = make(map[string][]string, len(st.User.Extra))
 		for k, v := range st.User.Extra {

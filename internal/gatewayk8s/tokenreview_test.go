@@ -1,6 +1,7 @@
 package gatewayk8s_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 // reviewer answers TokenReviews for the tokens it knows: token -> (user, audiences).
@@ -43,6 +45,7 @@ func TestTokenReviewAnyUser(t *testing.T) {
 	cs := reviewer(t, map[string]authnv1.TokenReviewStatus{
 		"agent-token": {Authenticated: true, Audiences: []string{aud}, User: authnv1.UserInfo{Username: "system:serviceaccount:team:agent"}},
 		"push-token":  {Authenticated: true, Audiences: []string{"toolhooks.dev/gateway-config"}, User: authnv1.UserInfo{Username: "system:serviceaccount:x:controller"}},
+		"user-token":  {Authenticated: true, Audiences: []string{aud}, User: authnv1.UserInfo{Username: "jane@example.com"}},
 	})
 	anyUser := &gatewayk8s.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: aud, AnyUser: true}
 	if id, err := anyUser.Authenticate(request("agent-token")); err != nil || id != "system:serviceaccount:team:agent" {
@@ -52,6 +55,13 @@ func TestTokenReviewAnyUser(t *testing.T) {
 		if _, err := anyUser.Authenticate(request(tok)); !errors.Is(err, gateway.ErrUnauthenticated) {
 			t.Errorf("%s: %v, want unauthenticated", name, err)
 		}
+	}
+	// The identity says how it was verified: a ServiceAccount, or another user.
+	if id, _, err := anyUser.AuthenticateToken(context.Background(), "agent-token"); err != nil || id.Kind != hooks.IdentityServiceAccount {
+		t.Fatalf("ServiceAccount token: %+v, %v; want kind serviceaccount", id, err)
+	}
+	if id, _, err := anyUser.AuthenticateToken(context.Background(), "user-token"); err != nil || id.Kind != hooks.IdentityUser {
+		t.Fatalf("user token: %+v, %v; want kind user", id, err)
 	}
 	// Without AnyUser, only Allowed users pass (the push authenticator's behaviour).
 	only := &gatewayk8s.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: aud}

@@ -22,6 +22,7 @@ import (
 // http.Client, so connections are kept alive and reused per plugin.
 type httpTransport struct {
 	url    string
+	token  TokenSource // nil: no Authorization header
 	client *http.Client
 	nextID atomic.Uint64
 	closed atomic.Bool
@@ -30,7 +31,7 @@ type httpTransport struct {
 // maxIdleConns bounds the idle keep-alive connections kept per plugin.
 const maxIdleConns = 128
 
-func newHTTPTransport(s *HTTPSpec) (*httpTransport, error) {
+func newHTTPTransport(s *HTTPSpec, token TokenSource) (*httpTransport, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if s.CABundle != "" {
 		pool := x509.NewCertPool()
@@ -51,9 +52,12 @@ func newHTTPTransport(s *HTTPSpec) (*httpTransport, error) {
 		ForceAttemptHTTP2:     true,
 	}
 	return &httpTransport{
-		url: s.URL,
+		url:   s.URL,
+		token: token,
 		client: &http.Client{
-			Transport:     tr,
+			Transport: tr,
+			// A redirect is never followed (so the token never goes to
+			// another host): its 3xx answer is a plugin error.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}, nil
@@ -74,6 +78,13 @@ func (t *httpTransport) call(ctx context.Context, method string, pr *params) (js
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	if t.token != nil {
+		tok, err := t.token.Token()
+		if err != nil {
+			return nil, fail(KindUnavailable, "the gateway has no token to present: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -92,6 +92,11 @@ type Options struct {
 	StopGrace time.Duration
 	// Now is the clock of the circuit breakers and restarts; nil means time.Now.
 	Now func() time.Time
+	// Token, when set, is the gateway's credential for HTTP plugins: every
+	// request carries it as "Authorization: Bearer <token>". When it fails,
+	// the call fails (pluginUnavailable) and the failure policy applies.
+	// Stdio plugins never see it.
+	Token TokenSource
 }
 
 func (o *Options) defaults() {
@@ -303,7 +308,7 @@ func (m *Manager) newPlugin(r Ref, key string) (*plugin, error) {
 	var tr transport
 	switch {
 	case r.Spec.HTTP != nil:
-		t, err := newHTTPTransport(r.Spec.HTTP)
+		t, err := newHTTPTransport(r.Spec.HTTP, m.opts.Token)
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -41,6 +42,7 @@ func TestChartEndToEnd(t *testing.T) {
 		{"CRDsEstablished", s.crdsEstablished},
 		{"PolicyEnforcedThroughServiceAndPods", s.policyEnforced},
 		{"DenialEventInKubectlDescribe", s.denialEvent},
+		{"CallerInAPodIsItsServiceAccount", s.callerInAPod},
 		{"ReplacementGatewayIsRepushed", s.replacementRepushed},
 		{"HelmUpgrade", s.helmUpgrade},
 		{"HelmUninstallLeavesNothingBehind", s.helmUninstall},
@@ -255,6 +257,94 @@ func (s *story) denialEvent(t *testing.T) {
 		sender := "system:serviceaccount:" + e.namespace + ":default"
 		ok := strings.Contains(out, "ToolCallDenied") && strings.Contains(out, "read_file") && strings.Contains(out, sender)
 		return ok, out
+	})
+}
+
+// agentSA is the ServiceAccount of the agent pod.
+const agentSA = "e2e-agent"
+
+// callerInAPod runs test/e2e/agent in a pod of its own ServiceAccount with
+// a projected token bound to the gateway's callers' audience; its call
+// (list_dir .env) through the gateway Service is denied, and the denial Event names that
+// ServiceAccount as the caller: the identity comes from the kubelet's token,
+// verified by the gateway's TokenReview, not from anything the pod asserts.
+func (s *story) callerInAPod(t *testing.T) {
+	const pod, session = "e2e-agent", "e2e-from-a-pod"
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata: {name: %[1]s, namespace: %[2]s}
+automountServiceAccountToken: false
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: %[3]s, namespace: %[2]s}
+spec:
+  serviceAccountName: %[1]s
+  automountServiceAccountToken: false
+  restartPolicy: Never
+  securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: RuntimeDefault}}
+  containers:
+  - name: agent
+    image: %[4]s
+    imagePullPolicy: Never
+    args: ["--gateway=%[5]s", "--token-file=/var/run/secrets/toolhooks.dev/caller/token",
+           "--tool=list_dir", '--args={"path":".env"}', "--session=%[6]s"]
+    securityContext: {allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}}
+    volumeMounts:
+    - {name: caller-token, mountPath: /var/run/secrets/toolhooks.dev/caller, readOnly: true}
+  volumes:
+  - name: caller-token
+    projected:
+      sources:
+      - serviceAccountToken: {path: token, audience: toolhooks.dev/gateway, expirationSeconds: 600}
+`, agentSA, e.namespace, pod, e.agentImage, s.service, session)
+	if _, err := run(manifest, e.kubectl, "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// The uninstall step checks that the namespace is left empty.
+		if _, err := kubectl("delete", "pod,serviceaccount", "-n", e.namespace, pod, agentSA, "--ignore-not-found", "--wait"); err != nil {
+			t.Errorf("removing the agent pod: %v", err)
+		}
+	})
+	poll(t, "the agent pod to finish", readyTimeout, func() (bool, string) {
+		var p corev1.Pod
+		if err := getJSON(&p, "get", "pod", "-n", e.namespace, pod); err != nil {
+			return false, err.Error()
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			logs, _ := kubectl("logs", "-n", e.namespace, pod)
+			t.Fatalf("the agent pod failed: %s", logs)
+		}
+		return p.Status.Phase == corev1.PodSucceeded, string(p.Status.Phase)
+	})
+	logs, err := kubectl("logs", "-n", e.namespace, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r callResult
+	if err := json.Unmarshal([]byte(logs), &r); err != nil {
+		t.Fatalf("the agent printed %q: %v", logs, err)
+	}
+	if r.Status != "denied" || r.Denial == nil || r.Denial.Rule != "forbiddenPathGlobs" {
+		t.Fatalf("the agent's list_dir of .env = %+v / %+v; want denied by forbiddenPathGlobs", r, r.Denial)
+	}
+	// A gateway's Events of one policy and tool form a series noted with its
+	// first denial: list_dir is a tool no earlier step called, so the note
+	// is this call's.
+	caller := "system:serviceaccount:" + e.namespace + ":" + agentSA
+	poll(t, "a ToolCallDenied Event naming the agent's ServiceAccount", time.Minute, func() (bool, string) {
+		out, err := kubectl("get", "events", "-n", e.namespace, "--field-selector", "reason=ToolCallDenied",
+			"-o", `jsonpath={range .items[*]}{.message}{"\n"}{end}`)
+		if err != nil {
+			return false, err.Error()
+		}
+		for l := range strings.Lines(out) {
+			if strings.Contains(l, fmt.Sprintf("session %q sender %q", session, caller)) {
+				return true, l
+			}
+		}
+		return false, out
 	})
 }
 

@@ -28,6 +28,9 @@ type env struct {
 	namespace  string
 	release    string
 	chart      string
+	// agentImage is the image of test/e2e/agent, which calls a gateway
+	// from inside a pod.
+	agentImage string
 	// values are the `helm install` flags (the images) that `helm upgrade`
 	// repeats.
 	values []string
@@ -45,6 +48,7 @@ func TestMain(m *testing.M) {
 		namespace:  os.Getenv("TOOLHOOKS_E2E_NAMESPACE"),
 		release:    os.Getenv("TOOLHOOKS_E2E_RELEASE"),
 		chart:      os.Getenv("TOOLHOOKS_E2E_CHART"),
+		agentImage: os.Getenv("TOOLHOOKS_E2E_AGENT_IMAGE"),
 	}
 	if v := os.Getenv("TOOLHOOKS_E2E_VALUES"); v != "" {
 		e.values = strings.Fields(v)
@@ -53,6 +57,7 @@ func TestMain(m *testing.M) {
 	for _, kv := range [][2]string{
 		{"KUBECONFIG", e.kubeconfig}, {"TOOLHOOKS_E2E_HELM", e.helm}, {"TOOLHOOKS_E2E_KUBECTL", e.kubectl},
 		{"TOOLHOOKS_E2E_NAMESPACE", e.namespace}, {"TOOLHOOKS_E2E_RELEASE", e.release}, {"TOOLHOOKS_E2E_CHART", e.chart},
+		{"TOOLHOOKS_E2E_AGENT_IMAGE", e.agentImage},
 	} {
 		if kv[1] == "" {
 			missing = append(missing, kv[0])

@@ -890,3 +890,63 @@ func TestChartGatewayTLS(t *testing.T) {
 		}
 	})
 }
+
+// TestChartGivesTheGatewayATokenForPlugins checks the gateway's credential
+// for HTTP plugins: a projected ServiceAccount token bound to the plugin
+// audience, mounted read-only and named by --plugin-token-file; none when
+// gateway.pluginAuth.enabled is false.
+func TestChartGivesTheGatewayATokenForPlugins(t *testing.T) {
+	const file = "/var/run/secrets/toolhooks.dev/plugin-token/token"
+	for _, c := range []struct {
+		name     string
+		sets     []string
+		audience string
+		seconds  int64
+	}{
+		{"defaults", nil, "toolhooks-plugins", 3600},
+		{"own audience", []string{"gateway.pluginAuth.audience=approvals.example", "gateway.pluginAuth.expirationSeconds=900"}, "approvals.example", 900},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gw := into[deployment](t, parseManifest(t, mustTemplate(t, "toolhooks", "ns", c.sets...)).get(t, "Deployment", "toolhooks-gateway"))
+			spec := gw.Spec.Template.Spec
+			if got := argValue(t, spec.Containers[0].Args, "plugin-token-file"); got != file {
+				t.Errorf("--plugin-token-file=%s, want %s", got, file)
+			}
+			var mounted bool
+			for _, vm := range spec.Containers[0].VolumeMounts {
+				mounted = mounted || (vm.Name == "plugin-token" && vm.ReadOnly && vm.MountPath+"/token" == file)
+			}
+			if !mounted {
+				t.Errorf("no read-only plugin-token mount holding %s: %+v", file, spec.Containers[0].VolumeMounts)
+			}
+			var src *corev1.ServiceAccountTokenProjection
+			for _, v := range spec.Volumes {
+				if v.Name == "plugin-token" && v.Projected != nil && len(v.Projected.Sources) == 1 {
+					src = v.Projected.Sources[0].ServiceAccountToken
+				}
+			}
+			if src == nil || src.Path != "token" || src.Audience != c.audience || src.ExpirationSeconds == nil || *src.ExpirationSeconds != c.seconds {
+				t.Fatalf("plugin-token volume projects %+v, want a token for %q lasting %ds", src, c.audience, c.seconds)
+			}
+		})
+	}
+	off := into[deployment](t, parseManifest(t, mustTemplate(t, "toolhooks", "ns", "gateway.pluginAuth.enabled=false")).get(t, "Deployment", "toolhooks-gateway"))
+	for _, a := range off.Spec.Template.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--plugin-token-file") {
+			t.Errorf("with pluginAuth disabled the gateway still gets %s", a)
+		}
+	}
+	for _, v := range off.Spec.Template.Spec.Volumes {
+		if v.Name == "plugin-token" {
+			t.Errorf("with pluginAuth disabled the gateway still gets the plugin-token volume")
+		}
+	}
+	for set, field := range map[string]string{
+		"gateway.pluginAuth.expirationSeconds=60": "gateway.pluginAuth.expirationSeconds",
+		"gateway.pluginAuth.audience=":            "gateway.pluginAuth.audience",
+	} {
+		if _, err := helmTemplate(t, "toolhooks", "ns", set); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("--set %s: %v, want a schema error naming %s", set, err, field)
+		}
+	}
+}
