@@ -233,14 +233,14 @@ func TestAutonomyPolicyValidation(t *testing.T) {
 			obj: autonomyPolicy(spec{Subjects: &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{
 				{Kind: policyv1alpha1.CallerUser, Name: "alice", Namespace: "agents"},
 			}}}),
-			wantErr: "spec.subjects.callers[0]: Invalid value: \"object\": namespace is only for kind ServiceAccount",
+			wantErr: "spec.subjects.callers[0]: Invalid value: namespace is only for kind ServiceAccount",
 		},
 		{
 			name: "a Group caller with a namespace is rejected",
 			obj: autonomyPolicy(spec{Subjects: &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{
 				{Kind: policyv1alpha1.CallerGroup, Name: "team"}, {Kind: policyv1alpha1.CallerGroup, Name: "ops", Namespace: "agents"},
 			}}}),
-			wantErr: "spec.subjects.callers[1]: Invalid value: \"object\": namespace is only for kind ServiceAccount",
+			wantErr: "spec.subjects.callers[1]: Invalid value: namespace is only for kind ServiceAccount",
 		},
 		{
 			name: "a caller of an unknown kind is rejected",
@@ -293,7 +293,7 @@ func TestContractPolicyValidation(t *testing.T) {
 			obj: contractPolicy(func(s *spec) {
 				s.Subjects = &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{{Kind: policyv1alpha1.CallerUser, Name: "bob", Namespace: "agents"}}}
 			}),
-			wantErr: "spec.subjects.callers[0]: Invalid value: \"object\": namespace is only for kind ServiceAccount",
+			wantErr: "spec.subjects.callers[0]: Invalid value: namespace is only for kind ServiceAccount",
 		},
 		{
 			name: "a contract caller of an unknown kind is rejected",
