@@ -551,3 +551,43 @@ func TestCheckEvaluatesAsTheStatedCaller(t *testing.T) {
 		})
 	}
 }
+
+// PolicyTest cases state their caller with as and asGroups.
+func TestTestCasesStateTheirCaller(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "policies/reviewers.yaml", `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: AutonomyPolicy
+metadata: {name: reviewers, namespace: agents}
+spec:
+  mode: ReadOnly
+  subjects:
+    callers: [{kind: ServiceAccount, name: reviewer}, {kind: Group, name: reviewers}]
+`)
+	writeFile(t, dir, "ws/README.md", "hello\n")
+	suite := writeFile(t, dir, "reviewers.test.yaml", `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: PolicyTest
+policies: [policies]
+workspace: ws
+cases:
+- {name: the anonymous caller is not bound, tool: write_file, args: {path: a, content: x}, expect: {allowed: true}}
+- {name: the bound ServiceAccount, tool: write_file, args: {path: a, content: x}, as: "system:serviceaccount:agents:reviewer",
+   expect: {allowed: false, rule: readOnly, policy: reviewers}}
+- {name: a member of the bound group, tool: write_file, args: {path: a, content: x}, as: bob, asGroups: [reviewers],
+   expect: {allowed: false, rule: readOnly}}
+- {name: the ServiceAccount of another namespace, tool: write_file, args: {path: a, content: x},
+   as: "system:serviceaccount:default:reviewer", expect: {allowed: true}}
+`)
+	if r := runCLI(t, "test", "-f", suite); r.code != 0 {
+		t.Fatalf("exit code %d, want 0\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	bad := writeFile(t, dir, "bad.test.yaml", `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: PolicyTest
+policies: [policies]
+workspace: ws
+cases:
+- {name: groups without a user, tool: read_file, asGroups: [reviewers], expect: {allowed: true}}
+`)
+	if r := runCLI(t, "test", "-f", bad); r.code != 2 || !strings.Contains(r.stderr, "asGroups without as") {
+		t.Fatalf("asGroups without as: exit %d, stderr %s", r.code, r.stderr)
+	}
+}
