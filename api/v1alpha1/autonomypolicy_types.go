@@ -132,6 +132,11 @@ type ToolRules struct {
 
 // AutonomyPolicySpec is what an agent may do on its own.
 type AutonomyPolicySpec struct {
+	// subjects selects the calls (by session, channel, sender and verified caller) this
+	// policy binds; empty binds every call. A call it does not bind is not restricted
+	// by this policy: neither before it runs, nor while it runs, nor in tool listings.
+	// +optional
+	Subjects *Subjects `json:"subjects,omitempty"`
 	// mode is Full, Supervised or ReadOnly.
 	// +optional
 	// +kubebuilder:default=Full

@@ -95,3 +95,71 @@ type PolicyStatus struct {
 	// +optional
 	Gateways GatewayCounts `json:"gateways,omitzero"`
 }
+
+// Subjects selects the calls a policy binds. A call is bound when every non-empty
+// list matches it; empty subjects bind every call. As a RoleBinding's subjects say
+// whom a role applies to, callers say whom the policy applies to.
+type Subjects struct {
+	// sessions are globs of session ids (doublestar syntax: "*" stays within a
+	// "/"-separated segment, "**" crosses segments).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	Sessions []string `json:"sessions,omitempty"`
+	// channels are globs of channel ids (for example "slack", "mcp").
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	Channels []string `json:"channels,omitempty"`
+	// senders are globs of the verified caller's username. Kept for compatibility:
+	// prefer callers, which name ServiceAccounts, users and groups exactly.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	Senders []string `json:"senders,omitempty"`
+	// callers are verified identities, as the subjects of a RoleBinding; a call
+	// matches when its caller is any one of them. Names are exact, never globs: to
+	// bind every ServiceAccount of a namespace, name the Group
+	// "system:serviceaccounts:<namespace>". A call without a verified caller matches
+	// none.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Callers []CallerSubject `json:"callers,omitempty"`
+}
+
+// CallerKind is the kind of a verified caller a policy names.
+// +kubebuilder:validation:Enum=ServiceAccount;User;Group
+type CallerKind string
+
+const (
+	// CallerServiceAccount is a Kubernetes ServiceAccount: the caller whose username
+	// is "system:serviceaccount:<namespace>:<name>".
+	CallerServiceAccount CallerKind = "ServiceAccount"
+	// CallerUser is a verified username, matched exactly.
+	CallerUser CallerKind = "User"
+	// CallerGroup is a group of the verified caller, matched exactly.
+	CallerGroup CallerKind = "Group"
+)
+
+// CallerSubject names one verified caller.
+// +kubebuilder:validation:XValidation:rule="self.kind == 'ServiceAccount' || !has(self.namespace)",message="namespace is only for kind ServiceAccount"
+type CallerSubject struct {
+	// kind is ServiceAccount, User or Group.
+	// +required
+	Kind CallerKind `json:"kind"`
+	// name is the ServiceAccount's name, the username or the group, exactly.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Name string `json:"name"`
+	// namespace is the ServiceAccount's namespace; it defaults to the policy's own
+	// namespace. Only for kind ServiceAccount.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}

@@ -21,29 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Subjects selects the calls a contract binds, by glob on the hook context's ids.
-// An empty list matches every value.
-type Subjects struct {
-	// sessions are globs of session ids.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:items:MaxLength=253
-	Sessions []string `json:"sessions,omitempty"`
-	// channels are globs of channel ids (for example "slack", "mcp").
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:items:MaxLength=253
-	Channels []string `json:"channels,omitempty"`
-	// senders are globs of sender ids.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:items:MaxLength=253
-	Senders []string `json:"senders,omitempty"`
-}
-
 // ScopedCapability grants one tool, optionally only under some paths.
 type ScopedCapability struct {
 	// tool is the exact tool name (read_file, write_file, edit_file, apply_patch,
@@ -92,8 +69,8 @@ type RateLimit struct {
 // ContractPolicySpec is a per-session contract: a budget, scoped capabilities and rate limits.
 // +kubebuilder:validation:XValidation:rule="(has(self.maxToolCalls) && self.maxToolCalls > 0) || (has(self.scopedCapabilities) && size(self.scopedCapabilities) > 0) || (has(self.allowedPaths) && size(self.allowedPaths) > 0) || (has(self.rateLimits) && size(self.rateLimits) > 0) || has(self.maxToolCallsPerSender)",message="a contract needs at least one of maxToolCalls, maxToolCallsPerSender, scopedCapabilities, allowedPaths or rateLimits"
 type ContractPolicySpec struct {
-	// subjects selects the calls (by session, channel and sender) this contract binds;
-	// empty binds every call.
+	// subjects selects the calls (by session, channel, sender and verified caller) this
+	// contract binds; empty binds every call.
 	// +optional
 	Subjects *Subjects `json:"subjects,omitempty"`
 	// maxToolCalls is the most tool calls one session may execute; 0 means no budget.

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/toolhooks/toolhooks/internal/cli"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 // Output formats of check.
@@ -23,6 +25,8 @@ type checkFlags struct {
 	session            string
 	channel            string
 	sender             string
+	as                 string
+	asGroups           []string
 	namespace          string
 	labels             map[string]string
 	workspace          string
@@ -51,13 +55,20 @@ PluginHooks are not called offline: their failurePolicy decides the calls they h
 
 -o json prints {"allowed":bool,"hook":...,"policy":{"kind","namespace","name"},"rule":...,"reason":...};
 "allowed" is always present, the others only on a denial ("policy" only when a policy object denied).
+The call is made as the verified caller --as (a username) with the groups --as-group
+(repeatable), as kubectl's impersonation flags; policies' subjects.callers match it.
+Without --as (or the older --sender) it is made as the anonymous caller, which no
+callers entry binds; stderr says whom the call was evaluated as.
+
 Warn-mode would-be denials are printed on stderr, and so are policy warnings: shell
 allow-list entries that let an agent run arbitrary programs (python *, make *, bash *,
 npm run *, ...). --strict turns those warnings into errors (exit 2).
 
 Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 		Example: `  kubectl toolhooks check -f config/samples --tool read_file --args '{"path":"config/.env"}'
-  kubectl toolhooks check -f policies/ --tool shell --args '{"command":"git status"}' -o json`,
+  kubectl toolhooks check -f policies/ --tool shell --args '{"command":"git status"}' -o json
+  kubectl toolhooks check -f policies/ --tool write_file --args '{"path":"a"}' \
+      --as system:serviceaccount:agents:coder --as-group system:serviceaccounts:agents`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
@@ -67,7 +78,9 @@ Exit codes: 0 allowed, 1 denied, 2 bad input.`,
 	fl.StringVar(&f.args, "args", "", "tool arguments as one JSON object (default {})")
 	fl.StringVar(&f.session, "session", "", "session id of the call")
 	fl.StringVar(&f.channel, "channel", "", "channel id of the call")
-	fl.StringVar(&f.sender, "sender", "", "sender id of the call")
+	fl.StringVar(&f.sender, "sender", "", "sender id of the call: the caller's username (prefer --as)")
+	fl.StringVar(&f.as, "as", "", "username of the verified caller the call is made as (default: --sender, or the anonymous caller)")
+	fl.StringArrayVar(&f.asGroups, "as-group", nil, "a group of the caller (repeatable; needs --as)")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", `gateway namespace (default: the policies' namespace, or "default")`)
 	fl.StringToStringVar(&f.labels, "labels", nil, "gateway labels matched by gatewaySelectors, as k=v,...")
 	fl.StringVar(&f.workspace, "workspace", "", "directory standing in for the gateway's workspace (default: current directory)")
@@ -115,11 +128,22 @@ func (f *checkFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return badInput(err)
 	}
-	d, err := ev.Evaluate(cmd.Context(), cli.Call{Tool: f.tool, Args: f.args, Session: f.session, Channel: f.channel, Sender: f.sender})
+	call := cli.Call{Tool: f.tool, Args: f.args, Session: f.session, Channel: f.channel, Sender: f.sender}
+	if f.as != "" {
+		call.Caller = &hooks.Identity{Username: f.as, Groups: f.asGroups}
+	} else if len(f.asGroups) > 0 {
+		return badInput(fmt.Errorf("%w: --as-group needs --as", cli.ErrBadInput))
+	}
+	id, err := call.CallerOf()
+	if err != nil {
+		return badInput(err)
+	}
+	d, err := ev.Evaluate(cmd.Context(), call)
 	if err != nil {
 		return badInput(err)
 	}
 	stderr := cmd.ErrOrStderr()
+	_, _ = fmt.Fprintln(stderr, "Note:", callerNote(id, f.as == "" && f.sender == ""))
 	for _, n := range ev.Notes {
 		_, _ = fmt.Fprintln(stderr, "Note:", n)
 	}
@@ -133,6 +157,18 @@ func (f *checkFlags) run(cmd *cobra.Command) error {
 		return &exitError{code: exitDenied}
 	}
 	return nil
+}
+
+// callerNote says whom the call was evaluated as.
+func callerNote(id *hooks.Identity, anonymous bool) string {
+	groups := "no groups"
+	if len(id.Groups) > 0 {
+		groups = "groups " + strings.Join(id.Groups, ", ")
+	}
+	if anonymous {
+		return fmt.Sprintf("evaluated as the anonymous caller %s (%s); state the caller with --as and --as-group", id.Username, groups)
+	}
+	return fmt.Sprintf("evaluated as %s (%s)", id.Username, groups)
 }
 
 // printDecision writes d in the output format.

@@ -510,3 +510,84 @@ func TestCheckWarnsOfArbitraryProgramsAndStrictFails(t *testing.T) {
 		t.Fatalf("with --strict: exit %d, stderr %q; want 2", r.code, r.stderr)
 	}
 }
+
+// --as and --as-group state the caller that policies' subjects.callers match
+// (the reviewers sample binds a ServiceAccount, a Group and a User); without
+// them the call is made as the anonymous caller, and stderr says so.
+func TestCheckEvaluatesAsTheStatedCaller(t *testing.T) {
+	ws := t.TempDir()
+	gitStatus := func(extra ...string) result {
+		return runCLI(t, checkArgs(ws, "shell", `{"command":"git status"}`, extra...)...)
+	}
+	for _, tc := range []struct {
+		name     string
+		extra    []string
+		wantCode int
+		wantErr  string
+	}{
+		{"without --as the anonymous caller is not bound", nil, 0, "evaluated as the anonymous caller system:anonymous"},
+		{"the bound ServiceAccount of the policy's namespace", []string{"--as", "system:serviceaccount:default:review-agent"}, 1,
+			"evaluated as system:serviceaccount:default:review-agent (no groups)"},
+		{"a ServiceAccount of that name in another namespace", []string{"--as", "system:serviceaccount:other:review-agent"}, 0, ""},
+		{"a member of the bound group", []string{"--as", "system:serviceaccount:review:bot", "--as-group", "system:authenticated",
+			"--as-group", "system:serviceaccounts:review"}, 1, "groups system:authenticated, system:serviceaccounts:review"},
+		{"the bound user", []string{"--as", "alice@example.com"}, 1, ""},
+		{"the bound user's name as a group", []string{"--as", "bob", "--as-group", "alice@example.com"}, 0, ""},
+		{"--sender alone names the caller", []string{"--sender", "alice@example.com"}, 1, ""},
+		{"--as-group without --as", []string{"--as-group", "system:serviceaccounts:review"}, 2, "--as-group needs --as"},
+		{"a --sender other than --as", []string{"--as", "alice@example.com", "--sender", "bob"}, 2, "is not the caller's username"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := gitStatus(tc.extra...)
+			if r.code != tc.wantCode {
+				t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", r.code, tc.wantCode, r.stdout, r.stderr)
+			}
+			if tc.wantCode == 1 && (!strings.Contains(r.stdout, "AutonomyPolicy default/reviewers") || !strings.Contains(r.stdout, "rule:   readOnly")) {
+				t.Errorf("stdout %q, want the reviewers policy's readOnly denial", r.stdout)
+			}
+			if !strings.Contains(r.stderr, tc.wantErr) {
+				t.Errorf("stderr %q does not contain %q", r.stderr, tc.wantErr)
+			}
+		})
+	}
+}
+
+// PolicyTest cases state their caller with as and asGroups.
+func TestTestCasesStateTheirCaller(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "policies/reviewers.yaml", `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: AutonomyPolicy
+metadata: {name: reviewers, namespace: agents}
+spec:
+  mode: ReadOnly
+  subjects:
+    callers: [{kind: ServiceAccount, name: reviewer}, {kind: Group, name: reviewers}]
+`)
+	writeFile(t, dir, "ws/README.md", "hello\n")
+	suite := writeFile(t, dir, "reviewers.test.yaml", `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: PolicyTest
+policies: [policies]
+workspace: ws
+cases:
+- {name: the anonymous caller is not bound, tool: write_file, args: {path: a, content: x}, expect: {allowed: true}}
+- {name: the bound ServiceAccount, tool: write_file, args: {path: a, content: x}, as: "system:serviceaccount:agents:reviewer",
+   expect: {allowed: false, rule: readOnly, policy: reviewers}}
+- {name: a member of the bound group, tool: write_file, args: {path: a, content: x}, as: bob, asGroups: [reviewers],
+   expect: {allowed: false, rule: readOnly}}
+- {name: the ServiceAccount of another namespace, tool: write_file, args: {path: a, content: x},
+   as: "system:serviceaccount:default:reviewer", expect: {allowed: true}}
+`)
+	if r := runCLI(t, "test", "-f", suite); r.code != 0 {
+		t.Fatalf("exit code %d, want 0\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	bad := writeFile(t, dir, "bad.test.yaml", `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: PolicyTest
+policies: [policies]
+workspace: ws
+cases:
+- {name: groups without a user, tool: read_file, asGroups: [reviewers], expect: {allowed: true}}
+`)
+	if r := runCLI(t, "test", "-f", bad); r.code != 2 || !strings.Contains(r.stderr, "asGroups without as") {
+		t.Fatalf("asGroups without as: exit %d, stderr %s", r.code, r.stderr)
+	}
+}

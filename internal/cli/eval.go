@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -44,7 +45,30 @@ type Call struct {
 	Args    string
 	Session string
 	Channel string
-	Sender  string
+	// Sender is the sender id. As on the gateway it is the caller's
+	// username: given without Caller, it names a caller of that username
+	// without groups; given with Caller, it must be Caller's username.
+	Sender string
+	// Caller is the verified identity the call is evaluated as (policies'
+	// subjects match it). Nil without Sender means the anonymous caller.
+	Caller *hooks.Identity
+}
+
+// CallerOf returns the identity c is evaluated as: Caller, else the user
+// Sender names, else the anonymous caller.
+func (c Call) CallerOf() (*hooks.Identity, error) {
+	switch {
+	case c.Caller == nil && c.Sender == "":
+		return authn.Anonymous, nil
+	case c.Caller == nil:
+		return &hooks.Identity{Username: c.Sender}, nil
+	case c.Caller.Username == "":
+		return nil, BadInput("the caller has no username")
+	case c.Sender != "" && c.Sender != c.Caller.Username:
+		return nil, BadInput("the sender %q is not the caller's username %q: a gateway's sender id is its caller's username",
+			c.Sender, c.Caller.Username)
+	}
+	return c.Caller, nil
 }
 
 // Decision is the outcome of one call, as `check -o json` prints it: allowed
@@ -148,8 +172,12 @@ func (e *Evaluator) Evaluate(ctx context.Context, c Call) (Decision, error) {
 	if _, err := hooks.ParseArgs(c.Args); err != nil {
 		return Decision{}, BadInput("arguments of %s: %w", c.Tool, err)
 	}
+	id, err := c.CallerOf()
+	if err != nil {
+		return Decision{}, err
+	}
 	call := hooks.NewCall(c.Tool, c.Args)
-	call.SessionID, call.ChannelID, call.SenderID = c.Session, c.Channel, c.Sender
+	call.SessionID, call.ChannelID, call.SenderID, call.Caller = c.Session, c.Channel, id.Username, id
 	res := e.exec.Evaluate(ctx, call)
 	d := Decision{Allowed: res.Status == hooks.StatusAllowed, Warnings: res.Warnings}
 	if den := res.Denial; den != nil && !d.Allowed {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 // SuiteKind is the kind of a PolicyTest suite file.
@@ -68,8 +69,13 @@ type Case struct {
 	Session string `json:"session,omitempty"`
 	// channel is the call's channel id.
 	Channel string `json:"channel,omitempty"`
-	// sender is the call's sender id.
+	// sender is the call's sender id: the caller's username (see as).
 	Sender string `json:"sender,omitempty"`
+	// as is the verified caller's username the call is made as, as
+	// kubectl's --as (default: sender, or the anonymous caller).
+	As string `json:"as,omitempty"`
+	// asGroups are the verified caller's groups (with as only).
+	AsGroups []string `json:"asGroups,omitempty"`
 	// expect is the expected decision.
 	Expect Expect `json:"expect"`
 }
@@ -273,7 +279,13 @@ func RunSuite(ctx context.Context, s *LoadedSuite, o Options) ([]CaseResult, err
 		if session == "" {
 			session = DefaultSession
 		}
-		d, err := ev.Evaluate(ctx, Call{Tool: c.Tool, Args: string(c.Args), Session: session, Channel: c.Channel, Sender: c.Sender})
+		call := Call{Tool: c.Tool, Args: string(c.Args), Session: session, Channel: c.Channel, Sender: c.Sender}
+		if c.As != "" {
+			call.Caller = &hooks.Identity{Username: c.As, Groups: c.AsGroups}
+		} else if len(c.AsGroups) > 0 {
+			return nil, BadInput("case %s: asGroups without as", c.Name)
+		}
+		d, err := ev.Evaluate(ctx, call)
 		if err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.Name, err)
 		}

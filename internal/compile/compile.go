@@ -194,6 +194,7 @@ func Autonomy(ref hooks.PolicyRef, s *policyv1alpha1.AutonomyPolicySpec) (gatewa
 	a := &autonomy.Config{
 		Mode:               strings.ToLower(string(s.Mode)),
 		ForbiddenPathGlobs: s.ForbiddenPathGlobs,
+		Subjects:           subjects(ref, s.Subjects),
 	}
 	if s.Workspace != nil {
 		a.WorkspaceRoot, a.WorkspaceOnly = s.Workspace.Root, s.Workspace.Only
@@ -217,15 +218,30 @@ func Autonomy(ref hooks.PolicyRef, s *policyv1alpha1.AutonomyPolicySpec) (gatewa
 		Action: action(s.EnforcementAction), Autonomy: a})
 }
 
+// subjects compiles a policy's subjects. A ServiceAccount without a
+// namespace is one of the policy's own namespace, as in a RoleBinding.
+func subjects(ref hooks.PolicyRef, s *policyv1alpha1.Subjects) hooks.Subjects {
+	if s == nil {
+		return hooks.Subjects{}
+	}
+	out := hooks.Subjects{Sessions: s.Sessions, Channels: s.Channels, Senders: s.Senders}
+	for _, c := range s.Callers {
+		cs := hooks.CallerSubject{Kind: string(c.Kind), Name: c.Name, Namespace: c.Namespace}
+		if c.Kind == policyv1alpha1.CallerServiceAccount && cs.Namespace == "" {
+			cs.Namespace = ref.Namespace
+		}
+		out.Callers = append(out.Callers, cs)
+	}
+	return out
+}
+
 // Contract compiles a ContractPolicy spec into its hook entry.
 func Contract(ref hooks.PolicyRef, s *policyv1alpha1.ContractPolicySpec) (gatewayconfig.Hook, error) {
 	c := &contract.Spec{Contract: contract.Contract{MaxToolCalls: int(s.MaxToolCalls), AllowedPaths: s.AllowedPaths}}
 	if ps := s.MaxToolCallsPerSender; ps != nil {
 		c.PerSender = &contract.SenderLimit{Calls: int(ps.Calls), WindowMillis: ps.Window.Milliseconds()}
 	}
-	if s.Subjects != nil {
-		c.Subjects = contract.Subjects{Sessions: s.Subjects.Sessions, Channels: s.Subjects.Channels, Senders: s.Subjects.Senders}
-	}
+	c.Subjects = subjects(ref, s.Subjects)
 	for _, cp := range s.ScopedCapabilities {
 		c.ScopedCapabilities = append(c.ScopedCapabilities, contract.Capability{Tool: cp.Tool, AllowedPaths: cp.AllowedPaths})
 	}

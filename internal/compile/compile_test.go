@@ -331,3 +331,33 @@ func BenchmarkCompileThousandPolicies(b *testing.B) {
 		}
 	}
 }
+
+// A ServiceAccount caller without a namespace is one of the policy's
+// namespace, as in a RoleBinding; both kinds compile the same subjects.
+func TestSubjectsDefaultAServiceAccountsNamespaceToThePolicys(t *testing.T) {
+	in := &policyv1alpha1.Subjects{Senders: []string{"bot-*"}, Callers: []policyv1alpha1.CallerSubject{
+		{Kind: policyv1alpha1.CallerServiceAccount, Name: "coder"},
+		{Kind: policyv1alpha1.CallerServiceAccount, Name: "ci", Namespace: "ci"},
+		{Kind: policyv1alpha1.CallerGroup, Name: "system:serviceaccounts:agents"},
+		{Kind: policyv1alpha1.CallerUser, Name: "alice"},
+	}}
+	want := hooks.Subjects{Senders: []string{"bot-*"}, Callers: []hooks.CallerSubject{
+		{Kind: hooks.CallerServiceAccount, Name: "coder", Namespace: "agents"},
+		{Kind: hooks.CallerServiceAccount, Name: "ci", Namespace: "ci"},
+		{Kind: hooks.CallerGroup, Name: "system:serviceaccounts:agents"},
+		{Kind: hooks.CallerUser, Name: "alice"},
+	}}
+	a, err := Autonomy(Ref(gatewayconfig.KindAutonomyPolicy, meta("agents", "a", 0)), &policyv1alpha1.AutonomyPolicySpec{Subjects: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Contract(Ref(gatewayconfig.KindContractPolicy, meta("agents", "c", 0)), &policyv1alpha1.ContractPolicySpec{MaxToolCalls: 1, Subjects: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]hooks.Subjects{"autonomy": a.Autonomy.Subjects, "contract": c.Contract.Subjects} {
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s subjects = %+v, want %+v", name, got, want)
+		}
+	}
+}

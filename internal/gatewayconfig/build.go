@@ -144,6 +144,6 @@ func (u unenforceable) verdict() hooks.Verdict {
 }
 
 // DeniesOutright denies every tool: no call passes a policy that cannot be enforced.
-func (u unenforceable) DeniesOutright(string) (hooks.Verdict, bool) { return u.verdict(), true }
+func (u unenforceable) DeniesOutright(*hooks.Call) (hooks.Verdict, bool) { return u.verdict(), true }
 
 func (unenforceable) After(context.Context, *hooks.Call, *hooks.Result) {}

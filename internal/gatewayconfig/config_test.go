@@ -59,7 +59,7 @@ func TestValidateRejectsBadEntriesWithTheirClass(t *testing.T) {
 			Autonomy: &autonomy.Config{WorkspaceRoot: "w", WorkspaceOnly: true}}, hooks.ErrInvalidPath},
 		{"an unknown mode", Hook{Name: "a", Kind: KindAutonomyPolicy, Autonomy: &autonomy.Config{Mode: "yolo"}}, hooks.ErrInvalidSpec},
 		{"a contract subject glob that does not parse", Hook{Name: "c", Kind: KindContractPolicy,
-			Contract: &contract.Spec{Subjects: contract.Subjects{Sessions: []string{"s-["}}}}, hooks.ErrInvalidGlob},
+			Contract: &contract.Spec{Subjects: hooks.Subjects{Sessions: []string{"s-["}}}}, hooks.ErrInvalidGlob},
 		{"an allowed path with a NUL byte", Hook{Name: "c", Kind: KindContractPolicy,
 			Contract: &contract.Spec{Contract: contract.Contract{AllowedPaths: []string{"/w\x00"}}}}, hooks.ErrInvalidPath},
 		{"a plugin with both transports", Hook{Name: "p", Kind: KindPluginHook, Plugin: &plugins.Spec{Before: true, TimeoutMillis: 10,
@@ -178,7 +178,7 @@ func TestBudgetsSurviveARebuildWithTheSameState(t *testing.T) {
 
 func TestContractRateLimitsApplyOnlyToItsSubjects(t *testing.T) {
 	cfg := newConfig(Hook{Name: "ContractPolicy/ns/bots", Kind: KindContractPolicy, Contract: &contract.Spec{
-		Subjects: contract.Subjects{Senders: []string{"bot-*"}}, RateLimits: []ratelimit.Rule{{Tools: "web_*", PerSenderPerMinute: 2}}}})
+		Subjects: hooks.Subjects{Senders: []string{"bot-*"}}, RateLimits: []ratelimit.Rule{{Tools: "web_*", PerSenderPerMinute: 2}}}})
 	e := executor(t, cfg, BuildOptions{})
 	call := func(sender string) hooks.Status {
 		c := hooks.NewCall("web_search", `{}`)

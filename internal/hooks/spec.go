@@ -38,11 +38,14 @@ type ToolTraits struct {
 	ReadOnlyTools []string
 }
 
-// OutrightDenier is a hook that can tell from a tool's name alone that it
-// denies every call of that tool, so that tool listings can leave it out.
+// OutrightDenier is a hook that can tell from a tool's name and the caller's
+// context alone that it denies every call of that tool by that caller, so
+// that the caller's tool listing can leave it out.
 type OutrightDenier interface {
-	// DeniesOutright returns the denial every call of tool gets, if any.
-	DeniesOutright(tool string) (Verdict, bool)
+	// DeniesOutright returns the denial every call of call.Tool with the
+	// session, channel, sender and caller of call gets whatever its
+	// arguments, if any. Its arguments are not read.
+	DeniesOutright(call *Call) (Verdict, bool)
 }
 
 // ToolNamer is a hook whose configuration names tools exactly (not by glob).

@@ -1,44 +1,36 @@
 package mcpgate
 
 import (
-	"sync/atomic"
-
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
-// listing computes, once per configuration in force, which tools the hooks
-// built from it deny outright and with which denial.
+// listing computes, for one caller, which tools the hooks built from the
+// configuration in force deny outright and with which denial. It asks the
+// hooks on every tools/list: a policy's subjects may bind one caller and not
+// another, and asking is cheap next to the request itself (see
+// BenchmarkOutrightDenials).
 type listing struct {
 	gw    *gateway.Server
 	names []string
-	cache atomic.Pointer[deniedSet]
 }
 
-type deniedSet struct {
-	revision, noPolicy string
-	tools              map[string]*wire.Denial
-}
-
-// denied maps the tools denied outright to the denial a call would get.
-func (l *listing) denied() map[string]*wire.Denial {
-	rev, entries, noPolicy := l.gw.Built()
-	if c := l.cache.Load(); c != nil && c.revision == rev && c.noPolicy == noPolicy {
-		return c.tools
-	}
-	set := &deniedSet{revision: rev, noPolicy: noPolicy, tools: outrightDenials(entries, noPolicy, l.names)}
-	l.cache.Store(set)
-	return set.tools
+// denied maps the tools denied outright to the denial a call of them by
+// caller would get. caller carries the session, channel, sender and verified
+// identity of the MCP session asking; its tool and arguments are not read.
+func (l *listing) denied(caller *hooks.Call) map[string]*wire.Denial {
+	_, entries, noPolicy := l.gw.Built()
+	return outrightDenials(entries, noPolicy, l.names, caller)
 }
 
 // outrightDenials asks every enforcing (Deny) entry, in the configuration's
-// order, which of the tools it denies whatever the arguments (the hooks that
-// are a hooks.OutrightDenier: autonomy policies' tool-name rules, and policies
-// this gateway cannot enforce); the first denial of a tool is the one a call
-// would get. While the gateway denies every call for want of a policy, every
-// tool is denied.
-func outrightDenials(entries []hooks.Entry, noPolicy string, names []string) map[string]*wire.Denial {
+// order, which of the tools it denies to caller whatever the arguments (the
+// hooks that are a hooks.OutrightDenier: autonomy policies' tool-name rules
+// for the callers their subjects bind, and policies this gateway cannot
+// enforce); the first denial of a tool is the one a call would get. While
+// the gateway denies every call for want of a policy, every tool is denied.
+func outrightDenials(entries []hooks.Entry, noPolicy string, names []string, caller *hooks.Call) map[string]*wire.Denial {
 	out := map[string]*wire.Denial{}
 	if noPolicy != "" {
 		for _, n := range names {
@@ -46,6 +38,8 @@ func outrightDenials(entries []hooks.Entry, noPolicy string, names []string) map
 		}
 		return out
 	}
+	probe := *caller
+	probe.Args, probe.ArgsJSON, probe.ArgsErr = map[string]any{}, "", nil
 	for _, e := range entries {
 		d, ok := e.Hook.(hooks.OutrightDenier)
 		if !ok || e.Action == hooks.ActionWarn {
@@ -55,7 +49,8 @@ func outrightDenials(entries []hooks.Entry, noPolicy string, names []string) map
 			if _, done := out[n]; done {
 				continue
 			}
-			if v, denied := d.DeniesOutright(n); denied {
+			probe.Tool = n
+			if v, denied := d.DeniesOutright(&probe); denied {
 				out[n] = gateway.DenialOf(&hooks.Decision{Hook: e.Hook.Name(), Policy: e.Policy, Action: hooks.ActionDeny,
 					Rule: v.Rule, Reason: v.Reason})
 			}

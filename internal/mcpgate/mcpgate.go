@@ -180,17 +180,23 @@ func (h *Handler) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		args = ""
 	}
 	call := hooks.NewCall(req.Params.Name, args)
-	call.SessionID = req.Session.ID()
-	call.ChannelID = ChannelID
-	var ti *auth.TokenInfo
-	if req.Extra != nil {
-		ti = req.Extra.TokenInfo
-	}
-	call.Caller = callerOf(ti)
-	call.SenderID = call.Caller.Username
+	callerContext(call, req.Session, req.Extra)
 	ctx, up := withSlot(ctx)
 	res := h.gw.ExecuteMCP(ctx, call)
 	return toResult(&res, up, h.typed[call.Tool]), nil
+}
+
+// callerContext fills in call's session, channel and caller from an MCP
+// request's session and extra (the verified token).
+func callerContext(call *hooks.Call, session *mcp.ServerSession, extra *mcp.RequestExtra) {
+	call.SessionID = session.ID()
+	call.ChannelID = ChannelID
+	var ti *auth.TokenInfo
+	if extra != nil {
+		ti = extra.TokenInfo
+	}
+	call.Caller = callerOf(ti)
+	call.SenderID = call.Caller.Username
 }
 
 // toResult turns the executor's result into MCP's; typed tools (with an
@@ -235,7 +241,7 @@ func toResult(res *hooks.Result, up *slot, typed bool) *mcp.CallToolResult {
 }
 
 // filterList marks or hides, in tools/list answers, the tools the policies
-// in force deny outright.
+// in force deny outright to the session's caller.
 func (h *Handler) filterList(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
@@ -243,7 +249,13 @@ func (h *Handler) filterList(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil || method != "tools/list" || !ok {
 			return res, err
 		}
-		denied := h.listing.denied()
+		lreq, ok := req.(*mcp.ListToolsRequest)
+		if !ok { // without its caller, no listing can be filtered for it
+			return nil, fmt.Errorf("mcp: tools/list request of type %T", req)
+		}
+		caller := &hooks.Call{}
+		callerContext(caller, lreq.Session, lreq.Extra)
+		denied := h.listing.denied(caller)
 		out := *lr
 		out.Tools = make([]*mcp.Tool, 0, len(lr.Tools))
 		for _, t := range lr.Tools {

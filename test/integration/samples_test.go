@@ -59,6 +59,7 @@ func TestSamplesApplyWithKubectl(t *testing.T) {
 	want := []string{
 		"autonomypolicy.policy.toolhooks.dev/auditor",
 		"autonomypolicy.policy.toolhooks.dev/coding-agent",
+		"autonomypolicy.policy.toolhooks.dev/reviewers",
 		"contractpolicy.policy.toolhooks.dev/ci-bot",
 		"pluginhook.policy.toolhooks.dev/approval-service",
 	}

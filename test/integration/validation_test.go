@@ -220,6 +220,50 @@ func TestAutonomyPolicyValidation(t *testing.T) {
 			wantErr: `spec.tools.readOnly[1]: Duplicate value: "search"`,
 		},
 		{
+			name: "callers naming a ServiceAccount, a User and a Group are accepted",
+			obj: autonomyPolicy(spec{Subjects: &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{
+				{Kind: policyv1alpha1.CallerServiceAccount, Name: "coding-agent", Namespace: "agents"},
+				{Kind: policyv1alpha1.CallerServiceAccount, Name: "local-agent"},
+				{Kind: policyv1alpha1.CallerUser, Name: "alice@example.com"},
+				{Kind: policyv1alpha1.CallerGroup, Name: "system:serviceaccounts:agents"},
+			}}}),
+		},
+		{
+			name: "a User caller with a namespace is rejected",
+			obj: autonomyPolicy(spec{Subjects: &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{
+				{Kind: policyv1alpha1.CallerUser, Name: "alice", Namespace: "agents"},
+			}}}),
+			wantErr: "spec.subjects.callers[0]: Invalid value: namespace is only for kind ServiceAccount",
+		},
+		{
+			name: "a Group caller with a namespace is rejected",
+			obj: autonomyPolicy(spec{Subjects: &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{
+				{Kind: policyv1alpha1.CallerGroup, Name: "team"}, {Kind: policyv1alpha1.CallerGroup, Name: "ops", Namespace: "agents"},
+			}}}),
+			wantErr: "spec.subjects.callers[1]: Invalid value: namespace is only for kind ServiceAccount",
+		},
+		{
+			name: "a caller of an unknown kind is rejected",
+			obj: autonomyPolicy(spec{Subjects: &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{
+				{Kind: "Role", Name: "admin"},
+			}}}),
+			wantErr: `spec.subjects.callers[0].kind: Unsupported value: "Role"`,
+		},
+		{
+			name: "a caller without a name is rejected",
+			obj: autonomyPolicy(spec{Subjects: &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{
+				{Kind: policyv1alpha1.CallerUser},
+			}}}),
+			wantErr: "spec.subjects.callers[0].name in body should be at least 1 chars long",
+		},
+		{
+			name: "more than 64 callers are rejected",
+			obj: autonomyPolicy(spec{Subjects: &policyv1alpha1.Subjects{Callers: slices.Repeat([]policyv1alpha1.CallerSubject{
+				{Kind: policyv1alpha1.CallerUser, Name: "alice"},
+			}, 65)}}),
+			wantErr: "spec.subjects.callers: Too many: 65: must have at most 64 items",
+		},
+		{
 			name: "256 forbiddenPathGlobs are accepted",
 			obj:  autonomyPolicy(spec{ForbiddenPathGlobs: slices.Repeat([]string{"**/.env"}, 256)}),
 		},
@@ -238,6 +282,26 @@ func TestContractPolicyValidation(t *testing.T) {
 		*s = spec{Subjects: &policyv1alpha1.Subjects{Channels: []string{"slack"}}}
 	}
 	runValidationCases(t, []validationCase{
+		{
+			name: "a contract binding a ServiceAccount caller is accepted",
+			obj: contractPolicy(func(s *spec) {
+				s.Subjects = &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{{Kind: policyv1alpha1.CallerServiceAccount, Name: "coding-agent"}}}
+			}),
+		},
+		{
+			name: "a contract binding a User caller with a namespace is rejected",
+			obj: contractPolicy(func(s *spec) {
+				s.Subjects = &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{{Kind: policyv1alpha1.CallerUser, Name: "bob", Namespace: "agents"}}}
+			}),
+			wantErr: "spec.subjects.callers[0]: Invalid value: namespace is only for kind ServiceAccount",
+		},
+		{
+			name: "a contract caller of an unknown kind is rejected",
+			obj: contractPolicy(func(s *spec) {
+				s.Subjects = &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{{Kind: "serviceaccount", Name: "x"}}}
+			}),
+			wantErr: `spec.subjects.callers[0].kind: Unsupported value: "serviceaccount"`,
+		},
 		{
 			name: "a budget alone is accepted and enforcementAction defaults to Deny",
 			obj:  contractPolicy(func(*spec) {}),

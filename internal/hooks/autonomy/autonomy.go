@@ -134,6 +134,10 @@ type Config struct {
 	// PathArgs are extra path-bearing argument names per tool (they extend
 	// pathguard.DefaultPathKeys).
 	PathArgs map[string][]string `json:"pathArgs,omitempty"`
+	// Subjects selects the calls the policy binds; empty binds every call.
+	// A call it does not bind is allowed by Before, by the run-time checks
+	// and by DeniesOutright alike.
+	Subjects hooks.Subjects `json:"subjects,omitzero"`
 }
 
 // Hook is the Autonomy hook. It is immutable after New and safe for concurrent use.
@@ -153,11 +157,12 @@ type Hook struct {
 	pathArgs      map[string][]string
 	fold          bool
 	dialects      shellcheck.Dialect
-	names         []string // exact tool names the configuration names
+	names         []string              // exact tool names the configuration names
+	subjects      *hooks.SubjectMatcher // nil binds every call
 }
 
-// Errors wrap hooks.ErrInvalidGlob, hooks.ErrInvalidPath or
-// hooks.ErrInvalidSpec and name the offending value.
+// New returns the Autonomy hook of cfg. Errors wrap hooks.ErrInvalidGlob,
+// hooks.ErrInvalidPath or hooks.ErrInvalidSpec and name the offending value.
 func New(cfg Config) (*Hook, error) {
 	h := &Hook{}
 	if cfg.WorkspaceRoot != "" || needsRoot(cfg) {
@@ -203,6 +208,11 @@ func (h *Hook) compile(cfg Config) error {
 	if h.name == "" {
 		h.name = DefaultName
 	}
+	m, err := hooks.NewSubjectMatcher(cfg.Subjects)
+	if err != nil {
+		return err
+	}
+	h.subjects = m
 	switch strings.ToLower(cfg.Mode) {
 	case "", ModeFull, ModeSupervised:
 	case ModeReadOnly:
@@ -279,8 +289,12 @@ func (h *Hook) Name() string { return h.name }
 // After does nothing: the Autonomy hook only decides before a call.
 func (h *Hook) After(context.Context, *hooks.Call, *hooks.Result) {}
 
-// Before applies the rules in order; the first denial wins.
+// Before allows a call the subjects do not bind, and applies the rules in
+// order to one they bind; the first denial wins.
 func (h *Hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
+	if !h.subjects.Matches(call) {
+		return hooks.Allow, nil
+	}
 	tool := call.Tool
 	lower := strings.ToLower(tool)
 	if v, ok := h.checkToolGlobs(tool, lower); !ok {

@@ -10,12 +10,16 @@ import (
 
 var _ hooks.RuntimeGuard = (*Hook)(nil)
 
-// CheckExec re-checks, while a shell tool runs, one command it is about to
-// start: the working directory dir with the path rules, and argv (after every
+// CheckExec allows a call the subjects do not bind. For one they bind it
+// re-checks, while a shell tool runs, one command it is about to start: the
+// working directory dir with the path rules, and argv (after every
 // expansion), preceded by the variables the script set, rendered as one fully
 // quoted simple command and checked by the same shell check as the command
 // line (allow-list, path rules, forbidden globs).
 func (h *Hook) CheckExec(_ context.Context, call *hooks.Call, dir string, env, argv []string) hooks.Verdict {
+	if !h.subjects.Matches(call) {
+		return hooks.Allow
+	}
 	if !h.allowShell {
 		return hooks.Deny(RuleShellDisabled, fmt.Sprintf("Tool %q started a command and allowShell is false.", call.Tool))
 	}
@@ -34,10 +38,14 @@ func (h *Hook) CheckExec(_ context.Context, call *hooks.Call, dir string, env, a
 	return runtimeVerdict(h.checkCommand(nil, cmd, bases), cmd)
 }
 
-// CheckOpen re-checks a file a tool is about to open with the path rules
+// CheckOpen allows a call the subjects do not bind. For one they bind it
+// re-checks a file a tool is about to open with the path rules
 // (workspace-only, forbidden globs); in readonly mode nothing is opened for
 // writing.
 func (h *Hook) CheckOpen(_ context.Context, call *hooks.Call, path string, write bool) hooks.Verdict {
+	if !h.subjects.Matches(call) {
+		return hooks.Allow
+	}
 	if write && h.readOnly {
 		return hooks.Deny(RuleReadOnly, fmt.Sprintf("Tool %q tried to open %q for writing and the mode is readonly.", call.Tool, path))
 	}

@@ -77,11 +77,13 @@ func sameDir(a, b string) bool {
 // outrightRules are the rules a tool's name alone decides.
 var outrightRules = []string{RuleToolDeny, RuleToolAllow, RuleReadOnly, RuleShellDisabled}
 
-// DeniesOutright returns the denial every call of tool gets whatever its
-// arguments: one of the tool-name rules (toolDeny, toolAllow, readOnly,
-// shellDisabled).
-func (h *Hook) DeniesOutright(tool string) (hooks.Verdict, bool) {
-	v, err := h.Before(context.Background(), hooks.NewCall(tool, ""))
+// DeniesOutright returns the denial every call of call.Tool by call's
+// caller gets whatever its arguments: one of the tool-name rules (toolDeny,
+// toolAllow, readOnly, shellDisabled), for a call the subjects bind.
+func (h *Hook) DeniesOutright(call *hooks.Call) (hooks.Verdict, bool) {
+	c := *call
+	c.Args, c.ArgsJSON, c.ArgsErr = map[string]any{}, "", nil
+	v, err := h.Before(context.Background(), &c)
 	if err != nil || v.Allowed || !slices.Contains(outrightRules, v.Rule) {
 		return hooks.Verdict{}, false
 	}

@@ -364,47 +364,8 @@ func TestBudgetsSurviveAHookReplacement(t *testing.T) {
 	}
 }
 
-func TestSubjectsMatcher(t *testing.T) {
-	tests := []struct {
-		name    string
-		s       Subjects
-		call    hooks.Call
-		want    bool
-		wantErr bool
-	}{
-		{"empty subjects match any call", Subjects{}, hooks.Call{SessionID: "x"}, true, false},
-		{"light.* does not match switch.kitchen", Subjects{Sessions: []string{"light.*"}}, hooks.Call{SessionID: "switch.kitchen"}, false, false},
-		{"light.* matches light.kitchen", Subjects{Sessions: []string{"light.*"}}, hooks.Call{SessionID: "light.kitchen"}, true, false},
-		{"abc*def does not match abcZZZde", Subjects{Senders: []string{"abc*def"}}, hooks.Call{SenderID: "abcZZZde"}, false, false},
-		{"abc*def matches abcZZZdef", Subjects{Senders: []string{"abc*def"}}, hooks.Call{SenderID: "abcZZZdef"}, true, false},
-		{"a star does not cross a slash", Subjects{Channels: []string{"slack/*"}}, hooks.Call{ChannelID: "slack/a/b"}, false, false},
-		{"a double star crosses slashes", Subjects{Channels: []string{"slack/**"}}, hooks.Call{ChannelID: "slack/a/b"}, true, false},
-		{"all lists must match", Subjects{Sessions: []string{"s-*"}, Senders: []string{"bob"}}, hooks.Call{SessionID: "s-1", SenderID: "alice"}, false, false},
-		{"any pattern of a list may match", Subjects{Senders: []string{"bob", "al*"}}, hooks.Call{SenderID: "alice"}, true, false},
-		{"an invalid glob is rejected", Subjects{Sessions: []string{"s-["}}, hooks.Call{}, false, true},
-		{"an empty glob is rejected", Subjects{Channels: []string{""}}, hooks.Call{}, false, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m, err := NewMatcher(tt.s)
-			if tt.wantErr {
-				if !errors.Is(err, hooks.ErrInvalidGlob) {
-					t.Fatalf("NewMatcher error = %v, want ErrInvalidGlob", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := m.Matches(&tt.call); got != tt.want {
-				t.Fatalf("Matches = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestAContractBindsOnlyTheCallsItsSubjectsSelect(t *testing.T) {
-	vip, _ := NewMatcher(Subjects{Senders: []string{"vip-*"}})
+	vip, _ := hooks.NewSubjectMatcher(hooks.Subjects{Senders: []string{"vip-*"}})
 	h, err := New(Config{Subjects: vip, Contract: &Contract{MaxToolCalls: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -434,7 +395,7 @@ func TestAContractBindsOnlyTheCallsItsSubjectsSelect(t *testing.T) {
 }
 
 func BenchmarkBeforeNoPathTool(b *testing.B) {
-	m, _ := NewMatcher(Subjects{Sessions: []string{"sess-*"}})
+	m, _ := hooks.NewSubjectMatcher(hooks.Subjects{Sessions: []string{"sess-*"}})
 	h, err := New(Config{Subjects: m, Contract: &Contract{
 		MaxToolCalls: 1 << 30,
 		ScopedCapabilities: []Capability{

@@ -75,7 +75,7 @@ func newHook(t testing.TB, root string, c *Contract) *ContractScope {
 	if c == nil {
 		// No contract binds the calls: subjects no call matches, over a
 		// contract that would deny every file-system tool if they did.
-		m, err := NewMatcher(Subjects{Sessions: []string{"no-such-session"}})
+		m, err := hooks.NewSubjectMatcher(hooks.Subjects{Sessions: []string{"no-such-session"}})
 		if err != nil {
 			t.Fatal(err)
 		}

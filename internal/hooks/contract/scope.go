@@ -18,7 +18,7 @@ type Config struct {
 	// Name is the hook name reported in denials; DefaultName when empty.
 	Name string
 	// Subjects selects the calls Contract governs; nil selects every call.
-	Subjects *Matcher
+	Subjects *hooks.SubjectMatcher
 	// Contract governs the selected calls (required).
 	Contract *Contract
 	// WorkspaceRoot is the absolute path of an existing directory against
@@ -67,7 +67,7 @@ type Config struct {
 // call did not execute). The count is exact under any concurrency.
 type ContractScope struct { //nolint:revive // ContractScope is the name the docs and denials use
 	name     string
-	subjects *Matcher
+	subjects *hooks.SubjectMatcher
 	contract *Contract
 	paths    *pathguard.Resolver // nil when no workspace root is configured
 	budgets  *Budgets

@@ -14,7 +14,7 @@ import (
 // gateways (as JSON) and what Build turns into the hook.
 type Spec struct {
 	// Subjects selects the calls the contract binds; empty lists match all.
-	Subjects Subjects `json:"subjects,omitzero"`
+	Subjects hooks.Subjects `json:"subjects,omitzero"`
 	Contract
 	// RateLimits limit the selected calls per caller and tool.
 	RateLimits []ratelimit.Rule `json:"rateLimits,omitempty"`
@@ -23,7 +23,7 @@ type Spec struct {
 // Validate checks s without touching the file system. Errors wrap
 // hooks.ErrInvalidGlob, hooks.ErrInvalidPath or hooks.ErrInvalidSpec.
 func Validate(s *Spec) error {
-	if _, err := NewMatcher(s.Subjects); err != nil {
+	if err := hooks.ValidateSubjects(s.Subjects); err != nil {
 		return err
 	}
 	if err := s.Validate(); err != nil {
@@ -43,7 +43,7 @@ func Validate(s *Spec) error {
 // configuration pushes (its uid): the budgets and windows in state are kept
 // under it. Relative paths resolve against the gateway's workspace.
 func Build(name, key string, s *Spec, env hooks.BuildEnv, state *State) (hooks.Hook, error) {
-	matcher, err := NewMatcher(s.Subjects)
+	matcher, err := hooks.NewSubjectMatcher(s.Subjects)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (h *hook) ToolNames() []string { return h.names }
 // subjectFilter applies a hook only to the calls a contract's subjects match.
 type subjectFilter struct {
 	hooks.Hook
-	m *Matcher
+	m *hooks.SubjectMatcher
 }
 
 func (f subjectFilter) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
