@@ -135,6 +135,8 @@ type AutonomyPolicySpec struct {
 	// subjects selects the calls (by session, channel, sender and verified caller) this
 	// policy binds; empty binds every call. A call it does not bind is not restricted
 	// by this policy: neither before it runs, nor while it runs, nor in tool listings.
+	// When every policy of a gateway has subjects, a call that none of them
+	// binds is denied (rule noPolicyBindsCaller).
 	// +optional
 	Subjects *Subjects `json:"subjects,omitempty"`
 	// mode is Full, Supervised or ReadOnly.

@@ -71,6 +71,8 @@ type RateLimit struct {
 type ContractPolicySpec struct {
 	// subjects selects the calls (by session, channel, sender and verified caller) this
 	// contract binds; empty binds every call.
+	// When every policy of a gateway has subjects, a call that none of them
+	// binds is denied (rule noPolicyBindsCaller).
 	// +optional
 	Subjects *Subjects `json:"subjects,omitempty"`
 	// maxToolCalls is the most tool calls one session may execute; 0 means no budget.

@@ -569,13 +569,14 @@ kind: PolicyTest
 policies: [policies]
 workspace: ws
 cases:
-- {name: the anonymous caller is not bound, tool: write_file, args: {path: a, content: x}, expect: {allowed: true}}
+- {name: the anonymous caller is bound by no policy, tool: write_file, args: {path: a, content: x},
+   expect: {allowed: false, rule: noPolicyBindsCaller}}
 - {name: the bound ServiceAccount, tool: write_file, args: {path: a, content: x}, as: "system:serviceaccount:agents:reviewer",
    expect: {allowed: false, rule: readOnly, policy: reviewers}}
 - {name: a member of the bound group, tool: write_file, args: {path: a, content: x}, as: bob, asGroups: [reviewers],
    expect: {allowed: false, rule: readOnly}}
-- {name: the ServiceAccount of another namespace, tool: write_file, args: {path: a, content: x},
-   as: "system:serviceaccount:default:reviewer", expect: {allowed: true}}
+- {name: the ServiceAccount of another namespace is bound by no policy, tool: write_file, args: {path: a, content: x},
+   as: "system:serviceaccount:default:reviewer", expect: {allowed: false, rule: noPolicyBindsCaller}}
 `)
 	if r := runCLI(t, "test", "-f", suite); r.code != 0 {
 		t.Fatalf("exit code %d, want 0\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)

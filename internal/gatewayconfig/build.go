@@ -3,6 +3,7 @@ package gatewayconfig
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
@@ -118,7 +119,70 @@ func Build(cfg *Config, opts BuildOptions) ([]hooks.Entry, error) {
 		}
 		entries = append(entries, hooks.Entry{Hook: hook, Policy: h.Policy, Action: h.Action, FailOpen: failOpen})
 	}
+	if u, ok := unboundGuard(cfg, entries); ok {
+		// Right after the AuditLog, before the policies.
+		entries = slices.Insert(entries, 1, hooks.Entry{Hook: u})
+	}
 	return entries, nil
+}
+
+// RuleNoPolicyBindsCaller is the rule of the denial of a call that no policy
+// in the list binds: every policy's subjects leave it out.
+const RuleNoPolicyBindsCaller = "noPolicyBindsCaller"
+
+// UnboundHookName is the name of the hook that denies the calls no policy binds.
+const UnboundHookName = "subjects"
+
+// unboundGuard returns the hook that denies the calls no policy of entries
+// binds, when the list begins with the AuditLog and every policy after it
+// binds only the calls its subjects select: a caller that all of them leave
+// out is not left unrestricted. When some policy binds every call, none is
+// needed.
+func unboundGuard(cfg *Config, entries []hooks.Entry) (unbound, bool) {
+	if len(entries) < 2 || cfg.Hooks[0].Kind != KindAuditLog {
+		return unbound{}, false
+	}
+	var u unbound
+	for _, e := range entries[1:] {
+		s, ok := e.Hook.(hooks.Scoped)
+		if !ok || s.Subjects() == nil {
+			return unbound{}, false
+		}
+		u.subjects = append(u.subjects, s.Subjects())
+	}
+	return u, len(u.subjects) > 0
+}
+
+// unbound denies the calls that none of its subjects bind.
+type unbound struct {
+	subjects []*hooks.SubjectMatcher
+}
+
+var _ hooks.OutrightDenier = unbound{}
+
+func (unbound) Name() string { return UnboundHookName }
+
+func (u unbound) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, error) {
+	v, _ := u.DeniesOutright(call)
+	return v, nil
+}
+
+func (unbound) After(context.Context, *hooks.Call, *hooks.Result) {}
+
+// DeniesOutright denies every tool to a caller no policy binds.
+func (u unbound) DeniesOutright(call *hooks.Call) (hooks.Verdict, bool) {
+	for _, m := range u.subjects {
+		if m.Matches(call) {
+			return hooks.Allow, false
+		}
+	}
+	who := call.SenderID
+	if who == "" {
+		who = "a caller without a verified identity"
+	}
+	return hooks.Deny(RuleNoPolicyBindsCaller, fmt.Sprintf("No policy of this gateway binds %s (session %q, channel %q): "+
+		"every policy's subjects leave the call out, and a call no policy binds is denied.",
+		who, call.SessionID, call.ChannelID)), true
 }
 
 // RetainState forgets, in state, the contract policies cfg does not hold.

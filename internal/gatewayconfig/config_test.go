@@ -178,7 +178,8 @@ func TestBudgetsSurviveARebuildWithTheSameState(t *testing.T) {
 
 func TestContractRateLimitsApplyOnlyToItsSubjects(t *testing.T) {
 	cfg := newConfig(Hook{Name: "ContractPolicy/ns/bots", Kind: KindContractPolicy, Contract: &contract.Spec{
-		Subjects: hooks.Subjects{Senders: []string{"bot-*"}}, RateLimits: []ratelimit.Rule{{Tools: "web_*", PerSenderPerMinute: 2}}}})
+		Subjects: hooks.Subjects{Senders: []string{"bot-*"}}, RateLimits: []ratelimit.Rule{{Tools: "web_*", PerSenderPerMinute: 2}}}},
+		Hook{Name: "AutonomyPolicy/ns/everyone", Kind: KindAutonomyPolicy, Autonomy: &autonomy.Config{}})
 	e := executor(t, cfg, BuildOptions{})
 	call := func(sender string) hooks.Status {
 		c := hooks.NewCall("web_search", `{}`)
@@ -226,5 +227,55 @@ func TestAContractWithRateLimitsStillGuardsTheToolAtRunTime(t *testing.T) {
 	}
 	if _, ok := entries[1].Hook.(hooks.RuntimeGuard); !ok {
 		t.Fatalf("the contract's hook %T is no RuntimeGuard: a running shell's commands would go unchecked", entries[1].Hook)
+	}
+}
+
+// When every policy binds only the calls its subjects select, a call none of
+// them binds is denied, by Before and by DeniesOutright alike; one policy
+// without subjects binds every call and no such denial is made.
+func TestACallNoPolicyBindsIsDenied(t *testing.T) {
+	bots := Hook{Name: "ContractPolicy/ns/bots", Kind: KindContractPolicy, Contract: &contract.Spec{
+		Subjects: hooks.Subjects{Senders: []string{"bot-*"}}}}
+	admins := Hook{Name: "AutonomyPolicy/ns/admins", Kind: KindAutonomyPolicy, Autonomy: &autonomy.Config{
+		Subjects: hooks.Subjects{Callers: []hooks.CallerSubject{{Kind: hooks.CallerGroup, Name: "admins"}}}}}
+	everyone := Hook{Name: "AutonomyPolicy/ns/everyone", Kind: KindAutonomyPolicy, Autonomy: &autonomy.Config{}}
+	call := func(sender string, groups ...string) *hooks.Call {
+		c := hooks.NewCall("list_dir", `{}`)
+		c.SessionID, c.SenderID = "s", sender
+		c.Caller = &hooks.Identity{Username: sender, Groups: groups}
+		return c
+	}
+	for _, tc := range []struct {
+		name   string
+		list   []Hook
+		call   *hooks.Call
+		denied bool
+	}{
+		{"a sender one policy's globs bind", []Hook{bots, admins}, call("bot-1"), false},
+		{"a caller one policy's callers bind", []Hook{bots, admins}, call("carol", "admins"), false},
+		{"a caller no policy binds", []Hook{bots, admins}, call("carol", "devs"), true},
+		{"a call without a verified caller", []Hook{admins}, hooks.NewCall("list_dir", `{}`), true},
+		{"a caller only a policy without subjects binds", []Hook{bots, admins, everyone}, call("carol"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := newConfig(tc.list...)
+			entries, err := Build(cfg, BuildOptions{Audit: discard()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var outright bool
+			for _, e := range entries {
+				if d, ok := e.Hook.(hooks.OutrightDenier); ok {
+					if v, denied := d.DeniesOutright(tc.call); denied {
+						outright = v.Rule == RuleNoPolicyBindsCaller
+					}
+				}
+			}
+			res := executor(t, cfg, BuildOptions{}).Evaluate(context.Background(), tc.call)
+			gotDenied := res.Status == hooks.StatusDenied && res.Denial.Rule == RuleNoPolicyBindsCaller
+			if gotDenied != tc.denied || outright != tc.denied {
+				t.Errorf("denied by the call = %v (%+v), by DeniesOutright = %v, want %v", gotDenied, res.Denial, outright, tc.denied)
+			}
+		})
 	}
 }

@@ -70,3 +70,9 @@ func ExactToolNames(lists ...[]string) []string {
 	}
 	return out
 }
+
+// Scoped is a hook whose policy binds only the calls its subjects select.
+type Scoped interface {
+	// Subjects returns the policy's subjects; nil binds every call.
+	Subjects() *SubjectMatcher
+}

@@ -29,7 +29,8 @@ import (
 )
 
 // Policies stored in the API server that bind one ServiceAccount by
-// callers restrict that ServiceAccount's calls and not another's, on a
+// callers restrict that ServiceAccount's calls and not another's (which a
+// policy without subjects binds), on a
 // gateway that verifies callers' ServiceAccount tokens by TokenReview.
 func TestPoliciesBindOnlyTheServiceAccountTheyName(t *testing.T) {
 	ctx := context.Background()
@@ -47,8 +48,13 @@ func TestPoliciesBindOnlyTheServiceAccountTheyName(t *testing.T) {
 		Spec: policyv1alpha1.AutonomyPolicySpec{Subjects: bound, Tools: &policyv1alpha1.ToolRules{Deny: []string{"write_file"}}}}
 	contract := &policyv1alpha1.ContractPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "out-only"},
 		Spec: policyv1alpha1.ContractPolicySpec{Subjects: bound, AllowedPaths: []string{filepath.Join(ws, "out")}}}
+	// Without a policy binding every caller, the free ServiceAccount would be
+	// bound by none and denied (noPolicyBindsCaller).
+	everyone := &policyv1alpha1.AutonomyPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "everyone"},
+		Spec: policyv1alpha1.AutonomyPolicySpec{Mode: policyv1alpha1.AutonomyFull}}
 	mustCreate(t, auto)
 	mustCreate(t, contract)
+	mustCreate(t, everyone)
 	// The gateway's configuration is compiled from the objects as stored.
 	var stored compile.Policies
 	var al policyv1alpha1.AutonomyPolicyList

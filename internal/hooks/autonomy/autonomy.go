@@ -286,6 +286,9 @@ func exactNames(cfg Config) []string {
 // Name returns the hook's name.
 func (h *Hook) Name() string { return h.name }
 
+// Subjects returns the policy's subjects (nil binds every call).
+func (h *Hook) Subjects() *hooks.SubjectMatcher { return h.subjects }
+
 // After does nothing: the Autonomy hook only decides before a call.
 func (h *Hook) After(context.Context, *hooks.Call, *hooks.Result) {}
 

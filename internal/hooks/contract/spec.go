@@ -58,13 +58,13 @@ func Build(name, key string, s *Spec, env hooks.BuildEnv, state *State) (hooks.H
 	}
 	names := s.toolNames()
 	if len(s.RateLimits) == 0 {
-		return &hook{name: name, parts: []hooks.Hook{scope}, names: names}, nil
+		return &hook{name: name, parts: []hooks.Hook{scope}, names: names, subjects: matcher}, nil
 	}
 	limits, err := ratelimit.New(ratelimit.Config{Name: name, Rules: s.RateLimits, Windows: state.windowsFor(windowsKey(key, s))})
 	if err != nil {
 		return nil, err
 	}
-	return &hook{name: name, parts: []hooks.Hook{scope, subjectFilter{Hook: limits, m: matcher}}, names: names}, nil
+	return &hook{name: name, parts: []hooks.Hook{scope, subjectFilter{Hook: limits, m: matcher}}, names: names, subjects: matcher}, nil
 }
 
 // toolNames are the exact tool names (not globs) s names.
@@ -82,14 +82,16 @@ func (s *Spec) toolNames() []string {
 // hook runs the contract's parts as one named hook: the first denial wins;
 // every part's After runs.
 type hook struct {
-	name  string
-	parts []hooks.Hook
-	names []string
+	name     string
+	parts    []hooks.Hook
+	names    []string
+	subjects *hooks.SubjectMatcher // nil binds every call
 }
 
 var (
 	_ hooks.ToolNamer    = (*hook)(nil)
 	_ hooks.RuntimeGuard = (*hook)(nil)
+	_ hooks.Scoped       = (*hook)(nil)
 )
 
 func (h *hook) Name() string { return h.name }
@@ -119,6 +121,9 @@ func (h *hook) CheckExec(ctx context.Context, call *hooks.Call, dir string, env,
 func (h *hook) CheckOpen(ctx context.Context, call *hooks.Call, path string, write bool) hooks.Verdict {
 	return h.parts[0].(*ContractScope).CheckOpen(ctx, call, path, write)
 }
+
+// Subjects returns the contract's subjects (nil binds every call).
+func (h *hook) Subjects() *hooks.SubjectMatcher { return h.subjects }
 
 // ToolNames returns the exact tool names the spec names.
 func (h *hook) ToolNames() []string { return h.names }
