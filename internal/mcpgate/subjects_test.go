@@ -107,3 +107,24 @@ spec:
 		}
 	}
 }
+
+// When the only policy binds alice, bob is bound by none: his tools/list
+// hides (or marks) every tool and his calls are denied without running.
+func TestACallerNoPolicyBindsSeesNoToolsAndRunsNone(t *testing.T) {
+	e := newEnv(t, envOptions{denied: mcpgate.DeniedHide})
+	e.apply(denyWriteForAlice)
+	alice, bob := connect(t, e.url, aliceToken), connect(t, e.url, bobToken)
+	if tools := listTools(t, bob); len(tools) != 0 {
+		t.Errorf("bob's tools/list shows %d tools, want none", len(tools))
+	}
+	if _, shown := listTools(t, alice)["read_file"]; !shown {
+		t.Error("alice's tools/list lacks read_file")
+	}
+	res := call(t, bob, "write_file", `{"path":"by-bob.txt","content":"b"}`)
+	if d := denialOf(t, res); d == nil || d.Rule != "noPolicyBindsCaller" || d.Hook != "subjects" {
+		t.Errorf("bob's write_file: denial %+v, text %q", d, text(res))
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "by-bob.txt")); !os.IsNotExist(err) {
+		t.Errorf("bob's denied write_file wrote the file: %v", err)
+	}
+}
