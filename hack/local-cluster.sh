@@ -365,6 +365,7 @@ up() {
     --client-ca-file "${STATE}/pki/ca.crt" \
     --kubelet-client-certificate "${STATE}/pki/apiserver-kubelet-client.crt" \
     --kubelet-client-key "${STATE}/pki/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types InternalIP \
     --service-account-key-file "${STATE}/pki/sa.pub" \
     --service-account-signing-key-file "${STATE}/pki/sa.key" \
     --service-account-issuer https://kubernetes.default.svc.cluster.local \

@@ -253,8 +253,9 @@ func clusterGateway(t *testing.T, cs kubernetes.Interface, ttl time.Duration, lo
 // TestServiceAccountCallersAgainstARealAPIServer: two ServiceAccounts call
 // POST /v1/decisions with their tokens (reviewed by a real kube-apiserver);
 // a ContractPolicy binding only one of them denies that one's reads and not
-// the other's. Neither can pose as the other by senderId, a token for
-// another audience and a missing token are refused.
+// the other's, and an unscoped policy binds everyone else. Neither can pose
+// as the other by senderId, a token for another audience and a missing token
+// are refused.
 func TestServiceAccountCallersAgainstARealAPIServer(t *testing.T) {
 	env := testenv.Start(t)
 	cs, err := kubernetes.NewForConfig(env.Config)
@@ -269,6 +270,12 @@ metadata: {name: restricted-only, namespace: default}
 spec:
   subjects: {senders: ["system:serviceaccount:default:restricted"]}
   allowedPaths: ["/nonexistent-root"]
+---
+apiVersion: policy.toolhooks.dev/v1alpha1
+kind: ContractPolicy
+metadata: {name: everyone, namespace: default}
+spec:
+  maxToolCalls: 1000
 `), "policies.yaml")
 	if err != nil {
 		t.Fatal(err)
