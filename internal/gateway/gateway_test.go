@@ -93,7 +93,7 @@ func TestAPushPutsPoliciesInForce(t *testing.T) {
 		{"shell", `{"command":"echo hi; rm -rf /"}`, "denied", ""},
 		{"write_file", `{"path":"/tmp/outside","content":"x"}`, "denied", ""},
 		{"no_such_tool", `{}`, "unknown_tool", hooks.UnknownToolText},
-		{"read_file", `{"path":"missing.txt"}`, "succeeded", "Error: read_file: missing.txt does not exist"},
+		{"read_file", `{"path":"missing.txt"}`, "failed", "Error: read_file: missing.txt does not exist"},
 	} {
 		r := e.call(tc.tool, tc.args)
 		if r.Status != tc.status || tc.result != "" && r.Result != tc.result {

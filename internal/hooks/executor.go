@@ -182,8 +182,10 @@ func (en Entry) validate() error {
 //     call then passes the ToolGates (the audit hook's decision record); a
 //     gate's error denies it (RuleAuditFailed) and the tool does not run.
 //  3. The tool runs with the executor's timeout: TimedOutText on timeout,
-//     FailedText on an error or panic (Failed is true for both). Output that
-//     merely starts with "Error:" is a success. Duration covers the tool only.
+//     FailedText on an error or panic (Failed is true for both), except that
+//     a *ToolError fails the call (StatusFailed) with the error's own Text.
+//     Output that merely starts with "Error:" is a success. Duration covers
+//     the tool only.
 //     The tool's context carries a Guard (GuardFromContext) of the hooks
 //     that implement RuntimeGuard; a tool that returns the *RuntimeDenial of
 //     a check yields a denial like the before phase's (Status denied, the
@@ -455,6 +457,7 @@ func (e *Executor) runTool(ctx context.Context, tool Tool, call *Call, res *Resu
 		}
 	}
 
+	te, explained := errors.AsType[*ToolError](o.err)
 	switch rd, denied := errors.AsType[*RuntimeDenial](o.err); {
 	case denied:
 		// A runtime check refused what the tool was about to do.
@@ -464,6 +467,10 @@ func (e *Executor) runTool(ctx context.Context, tool Tool, call *Call, res *Resu
 		res.Status = StatusSucceeded
 		res.Output = o.out
 		return
+	case explained:
+		// The tool told the caller why the call failed.
+		res.Status = StatusFailed
+		res.Output = te.Text
 	case errors.Is(tctx.Err(), context.DeadlineExceeded):
 		res.Status = StatusTimedOut
 		res.Output = TimedOutText

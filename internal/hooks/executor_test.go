@@ -219,6 +219,18 @@ func TestExecute(t *testing.T) {
 			wantLog:   "disk full",
 		},
 		{
+			name: "a ToolError fails the call with the tool's own text",
+			entries: func(tr *trace) []hooks.Entry {
+				return []hooks.Entry{{Hook: traced(tr, "a", allows)}}
+			},
+			tool: func(context.Context, map[string]any) (string, error) {
+				return "ignored", fmt.Errorf("reading: %w", &hooks.ToolError{Text: "Error: x.txt does not exist"})
+			},
+			call:      hooks.NewCall("echo", ""),
+			want:      hooks.Result{Status: hooks.StatusFailed, Output: "Error: x.txt does not exist", Failed: true},
+			wantTrace: []string{"before:a", "tool:echo", "after:a:failed"},
+		},
+		{
 			name: "a tool panic returns the failed text and sets Failed",
 			entries: func(tr *trace) []hooks.Entry {
 				return []hooks.Entry{{Hook: traced(tr, "a", allows)}}

@@ -20,6 +20,17 @@ const (
 	FailedText      = "Error: Tool execution failed."
 )
 
+// ToolError is the error of a tool call that failed in a way the caller can
+// act on (a missing file, a bad argument, an upstream tool's error result):
+// the executor records the call as StatusFailed and returns Text, the
+// tool's own explanation, to the caller instead of FailedText.
+type ToolError struct {
+	// Text is what the caller receives, conventionally starting with "Error:".
+	Text string
+}
+
+func (e *ToolError) Error() string { return e.Text }
+
 // DefaultToolTimeout is the tool timeout used when none is configured.
 const DefaultToolTimeout = 30 * time.Second
 
@@ -110,7 +121,8 @@ type Result struct {
 	Status Status
 	// Output is the text returned to the caller (tool output, or one of the error and denial texts above).
 	Output string
-	// Failed is true when the tool errored or timed out (not when it was denied or unknown).
+	// Failed is true when the tool errored (a *ToolError included) or timed
+	// out (not when it was denied or unknown).
 	Failed bool
 	// Duration measures the tool only, not the hooks.
 	Duration time.Duration

@@ -139,16 +139,17 @@ func TestShellFileTestsOfForbiddenOrOutsidePathsDenyTheCommand(t *testing.T) {
 				cmd := fmt.Sprintf("%s && touch yes-%d || touch no-%d; touch after-%d", probe, i, i, i)
 				out, err := run(cmd)
 				denial, isDenial := errors.AsType[*hooks.RuntimeDenial](err)
+				refusal, isRefusal := errors.AsType[*hooks.ToolError](err)
 				switch {
 				case isDenial:
 					// The policy refused the path.
 					if denial.Decision.Rule == "" {
 						t.Errorf("a denial without a rule: %v", denial)
 					}
-				case err == nil && i >= len(forbiddenProbes) && !workspaceOnly:
+				case isRefusal && i >= len(forbiddenProbes) && !workspaceOnly:
 					// No policy rule covers the outside: the tool refuses it itself.
-					if !strings.HasPrefix(out, "Error: shell:") || !strings.Contains(out, "outside the workspace") {
-						t.Errorf("got %q", out)
+					if !strings.HasPrefix(refusal.Text, "Error: shell:") || !strings.Contains(refusal.Text, "outside the workspace") {
+						t.Errorf("got %q", refusal.Text)
 					}
 				default:
 					t.Errorf("not denied: %q %v", out, err)

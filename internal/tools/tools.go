@@ -13,10 +13,11 @@
 // tool whose context carries no guard, or whose sandbox is unusable, refuses
 // to act.
 //
-// A tool returns a Go error only when it failed (the executor then answers
-// "Error: Tool execution failed."); a problem with the call itself, such as a
-// missing file or a bad argument, is returned as text starting with "Error:",
-// which the agent can read and act on.
+// A problem with the call itself, such as a missing file or a bad argument,
+// is returned as a *hooks.ToolError whose text starts with "Error:": the call
+// is failed (audit, metrics, MCP's isError) and the agent reads the text and
+// can act on it. Any other error is a failure of the tool, which the executor
+// answers with "Error: Tool execution failed.".
 package tools
 
 import (
@@ -158,7 +159,7 @@ func (w *Workspace) Tools() []hooks.Tool {
 func Names() []string { return toolnames.All() }
 
 // userError is a problem with the call that the agent is told about as
-// "Error: ..." text rather than a failure of the tool.
+// "Error: ..." text (a *hooks.ToolError) rather than a failure of the tool.
 type userError struct{ msg string }
 
 func (e *userError) Error() string { return e.msg }
@@ -166,10 +167,11 @@ func (e *userError) Error() string { return e.msg }
 func userErrorf(format string, a ...any) error { return &userError{msg: fmt.Sprintf(format, a...)} }
 
 // result turns a tool body's outcome into what the executor receives:
-// user errors become "Error: ..." text, other errors stay errors.
+// user errors become a *hooks.ToolError with "Error: ..." text, other errors
+// stay errors.
 func result(out string, err error) (string, error) {
 	if ue, ok := errors.AsType[*userError](err); ok {
-		return "Error: " + ue.msg, nil
+		return "", &hooks.ToolError{Text: "Error: " + ue.msg}
 	}
 	return out, err
 }

@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,11 +41,23 @@ func workspace(t *testing.T, opts tools.Options) (string, map[string]hooks.Tool)
 	return ws, byName
 }
 
+// run calls tl and returns its output, or the text of the *hooks.ToolError
+// it failed with: a call the agent is told "Error: ..." must fail that way
+// (so that it is audited as failed), never succeed with the text.
 func run(t *testing.T, tl hooks.Tool, args map[string]any) string {
 	t.Helper()
 	out, err := tl.Execute(guarded(t, context.Background()), args)
+	if te, ok := errors.AsType[*hooks.ToolError](err); ok {
+		if out != "" || !strings.HasPrefix(te.Text, "Error: ") {
+			t.Fatalf("%s(%v) failed with output %q and error text %q", tl.Name(), args, out, te.Text)
+		}
+		return te.Text
+	}
 	if err != nil {
 		t.Fatalf("%s(%v) failed: %v", tl.Name(), args, err)
+	}
+	if strings.HasPrefix(out, "Error: ") {
+		t.Fatalf("%s(%v) succeeded with the error text %q", tl.Name(), args, out)
 	}
 	return out
 }
@@ -305,6 +318,44 @@ func TestAnExecutorTimeoutIsReportedAsTimedOut(t *testing.T) {
 	res = exec.Execute(context.Background(), hooks.NewCall(tools.Shell, `{"command":"exit 1"}`))
 	if res.Status != hooks.StatusSucceeded || res.Failed || res.Output != "[exit status 1]" {
 		t.Errorf("a failing command is a successful call with its exit status: %+v", res)
+	}
+}
+
+func TestAnExecutorRecordsCallErrorsAsFailed(t *testing.T) {
+	ws, tl := workspace(t, tools.Options{MaxReadBytes: 16})
+	if err := os.WriteFile(filepath.Join(ws, "big.txt"), []byte(strings.Repeat("a", 17)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list := make([]hooks.Tool, 0, len(tl))
+	for _, x := range tl {
+		list = append(list, x)
+	}
+	exec, err := hooks.NewExecutor(nil, list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ tool, args, want string }{
+		{tools.ReadFile, `{"path":"nope.txt"}`, "Error: read_file: nope.txt does not exist"},
+		{tools.ReadFile, `{"path":"src"}`, "Error: read_file: src is a directory (use list_dir)"},
+		{tools.ReadFile, `{"path":"big.txt"}`, "Error: read_file: big.txt is larger than the 16-byte limit"},
+		{tools.ReadFile, `{"path":7}`, `Error: read_file: argument "path" must be a string`},
+		{tools.WriteFile, `{"path":"src","content":"x"}`, "Error: write_file: src is a directory"},
+		{tools.EditFile, `{"path":"README.md","old_string":"absent","new_string":"y"}`, "Error: edit_file: old_string does not occur in README.md"},
+		{tools.ListDir, `{"path":"README.md"}`, "Error: list_dir: README.md is not a directory"},
+		{tools.Shell, `{"command":"pwd","cwd":"nope"}`, "Error: shell: nope does not exist"},
+		{tools.Shell, `{"command":"pwd","extra":1}`, `Error: shell does not take the argument(s) "extra"`},
+	} {
+		res := exec.Execute(context.Background(), hooks.NewCall(tc.tool, tc.args))
+		if res.Status != hooks.StatusFailed || !res.Failed || !strings.HasPrefix(res.Output, tc.want) {
+			t.Errorf("%s %s: got %s failed=%v %q, want failed %q", tc.tool, tc.args, res.Status, res.Failed, res.Output, tc.want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "README.md")); err != nil || string(b) != "# hello\n" {
+		t.Errorf("the failed edit changed README.md: %q %v", b, err)
+	}
+	res := exec.Execute(context.Background(), hooks.NewCall(tools.ReadFile, `{"path":"README.md"}`))
+	if res.Status != hooks.StatusSucceeded || res.Failed || res.Output != "# hello\n" {
+		t.Errorf("a good read: %+v", res)
 	}
 }
 
