@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -213,14 +214,24 @@ func call(t testing.TB, cs *mcp.ClientSession, tool, args string) *mcp.CallToolR
 	return res
 }
 
+// text is the text of a result's first text content, which holds the
+// tool's output, or the error or denial text.
 func text(res *mcp.CallToolResult) string {
+	if t := texts(res); len(t) > 0 {
+		return t[0]
+	}
+	return ""
+}
+
+// texts are the texts of a result's text contents.
+func texts(res *mcp.CallToolResult) []string {
 	var parts []string
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
 			parts = append(parts, tc.Text)
 		}
 	}
-	return strings.Join(parts, "\n")
+	return parts
 }
 
 // denialOf decodes a result's structured denial; nil when there is none.
@@ -304,4 +315,33 @@ func httpUpstream(t testing.TB) (*httptest.Server, *atomic.Int64) {
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
 	return hs, calls
+}
+
+// jsonEqual reports whether text is JSON equal to v's encoding.
+func jsonEqual(t testing.TB, text string, v any) bool {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want any
+	if json.Unmarshal([]byte(text), &got) != nil || json.Unmarshal(b, &want) != nil {
+		return false
+	}
+	return reflect.DeepEqual(got, want)
+}
+
+// metrics returns the gateway's GET /metrics text.
+func (e *env) metrics() string {
+	e.t.Helper()
+	resp, err := http.Get(e.base + "/metrics")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("/metrics: %d %v", resp.StatusCode, err)
+	}
+	return string(b)
 }

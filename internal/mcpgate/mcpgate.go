@@ -36,11 +36,15 @@ package mcpgate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -200,30 +204,35 @@ func callerContext(call *hooks.Call, session *mcp.ServerSession, extra *mcp.Requ
 }
 
 // toResult turns the executor's result into MCP's; typed tools (with an
-// output schema) get no structuredContent in denials.
+// output schema) get no structuredContent in denials. A denial's text names
+// the hook on its first line (the compatible denial text) and the policy,
+// rule and reason on the next ones, since many hosts show the model only
+// text contents; a structuredContent is repeated as JSON text.
 func toResult(res *hooks.Result, up *slot, typed bool) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{}
-	switch res.Status {
-	case hooks.StatusSucceeded:
-		if full, _ := up.get(); full != nil {
-			c := *full // the upstream's own result, passed through
-			out = &c
-		} else {
-			out.Content = []mcp.Content{&mcp.TextContent{Text: res.Output}}
-		}
-	case hooks.StatusDenied:
+	full, upErr := up.get()
+	switch {
+	case full != nil && (res.Status == hooks.StatusSucceeded || res.Status == hooks.StatusFailed):
+		c := *full // the upstream's own result, passed through
+		out = &c
+		out.IsError = res.Status == hooks.StatusFailed
+		out.Content = withStructuredText(c.Content, c.StructuredContent)
+	case res.Status == hooks.StatusSucceeded:
+		out.Content = []mcp.Content{&mcp.TextContent{Text: res.Output}}
+	case res.Status == hooks.StatusDenied:
 		d := gateway.DenialOf(res.Denial)
 		out.IsError = true
-		out.Content = []mcp.Content{&mcp.TextContent{Text: res.Output}}
+		out.Content = []mcp.Content{&mcp.TextContent{Text: denialText(res.Output, d)}}
 		if !typed {
 			out.StructuredContent = map[string]any{"denial": d}
+			out.Content = withStructuredText(out.Content, out.StructuredContent)
 		}
 		out.Meta = mcp.Meta{MetaDenial: d}
 	default: // failed, timed out, unknown tool
 		out.IsError = true
 		text := res.Output
-		if _, err := up.get(); err != nil && res.Status == hooks.StatusFailed {
-			text += " " + err.Error()
+		if upErr != nil && res.Status == hooks.StatusFailed {
+			text += " " + upErr.Error()
 		}
 		out.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 	}
@@ -238,6 +247,53 @@ func toResult(res *hooks.Result, up *slot, typed bool) *mcp.CallToolResult {
 		out.Meta = meta
 	}
 	return out
+}
+
+// denialText is a denial's text content: first the denial text the caller
+// matches on, then a line each for the policy, rule and reason that are set.
+func denialText(first string, d *wire.Denial) string {
+	var b strings.Builder
+	b.WriteString(first)
+	if d == nil {
+		return b.String()
+	}
+	if p := d.Policy; p != nil && p.Name != "" {
+		b.WriteString("\nPolicy: ")
+		if p.Namespace != "" {
+			b.WriteString(p.Namespace + "/")
+		}
+		b.WriteString(p.Name)
+	}
+	for _, l := range [...]struct{ label, value string }{{"Rule", d.Rule}, {"Reason", d.Reason}} {
+		if l.value != "" {
+			b.WriteString("\n" + l.label + ": " + l.value)
+		}
+	}
+	return b.String()
+}
+
+// withStructuredText returns content with structured's JSON appended as a
+// text content, as MCP recommends for clients that read only text, unless
+// structured is nil or a text content already holds it.
+func withStructuredText(content []mcp.Content, structured any) []mcp.Content {
+	if structured == nil {
+		return content
+	}
+	j, err := json.Marshal(structured)
+	if err != nil {
+		return content
+	}
+	var want any
+	if json.Unmarshal(j, &want) != nil {
+		return content
+	}
+	for _, c := range content {
+		var got any
+		if tc, ok := c.(*mcp.TextContent); ok && json.Unmarshal([]byte(tc.Text), &got) == nil && reflect.DeepEqual(got, want) {
+			return content
+		}
+	}
+	return append(slices.Clip(content), &mcp.TextContent{Text: string(j)})
 }
 
 // filterList marks or hides, in tools/list answers, the tools the policies

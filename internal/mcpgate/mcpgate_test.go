@@ -79,13 +79,20 @@ func TestListAllowedAndDeniedCalls(t *testing.T) {
 	}
 
 	res = call(t, cs, "read_file", `{"path":"config/.env"}`)
-	if !res.IsError || text(res) != hooks.DenialText+"AutonomyPolicy/default/coding-agent" {
-		t.Fatalf("denied read: isError=%v text=%q", res.IsError, text(res))
-	}
 	d := denialOf(t, res)
 	if d == nil || d.Hook != "AutonomyPolicy/default/coding-agent" || d.Rule != autonomy.RuleForbiddenPaths ||
 		d.Policy == nil || d.Policy.Kind != "AutonomyPolicy" || d.Policy.Name != "coding-agent" || d.Reason == "" {
 		t.Fatalf("structured denial = %+v", d)
+	}
+	// The text, which is all many hosts show the model, gives the reason
+	// after the compatible first line, and then the structured content.
+	want := hooks.DenialText + "AutonomyPolicy/default/coding-agent\nPolicy: default/coding-agent\n" +
+		"Rule: " + autonomy.RuleForbiddenPaths + "\nReason: " + d.Reason
+	if !res.IsError || text(res) != want || !strings.Contains(d.Reason, `"**/.env"`) {
+		t.Fatalf("denied read: isError=%v text=%q, want %q", res.IsError, text(res), want)
+	}
+	if ts := texts(res); len(ts) != 2 || !jsonEqual(t, ts[1], res.StructuredContent) {
+		t.Fatalf("the structured denial is not repeated as text: %q", ts)
 	}
 	if _, ok := res.Meta[mcpgate.MetaDenial]; !ok {
 		t.Fatalf("_meta lacks %s: %v", mcpgate.MetaDenial, res.Meta)
@@ -296,6 +303,10 @@ func TestHTTPUpstream(t *testing.T) {
 	if sc, _ := res.StructuredContent.(map[string]any); sc["echoed"] != "hi" {
 		t.Fatalf("the upstream's structured content was not passed through: %v", res.StructuredContent)
 	}
+	// Its text content did not hold the structured content: its JSON is added.
+	if ts := texts(res); len(ts) != 2 || ts[1] != `{"echoed":"hi"}` {
+		t.Fatalf("upstream echo's texts: %q", ts)
+	}
 	if rec := lastRecord(t, e.audit); rec.Tool != "up_echo" || rec.Outcome != hooks.StatusSucceeded || rec.SenderID != "alice" {
 		t.Fatalf("audit: %+v", rec)
 	}
@@ -320,9 +331,12 @@ func TestHTTPUpstream(t *testing.T) {
 		t.Fatalf("allowed up_where: %q", text(res))
 	}
 
-	// The upstream's own tool error stays a tool error.
+	// The upstream's own tool error stays a tool error, and the call failed.
 	if res = call(t, cs, "up_fail", `{}`); !res.IsError || text(res) != "boom" || denialOf(t, res) != nil {
 		t.Fatalf("up_fail: isError=%v text=%q", res.IsError, text(res))
+	}
+	if rec := lastRecord(t, e.audit); rec.Tool != "up_fail" || rec.Outcome != hooks.StatusFailed {
+		t.Fatalf("audit of up_fail: %+v", rec)
 	}
 
 	// Upstream down: a clear tool error, quickly, never an allow.

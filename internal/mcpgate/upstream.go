@@ -293,8 +293,11 @@ func (t *upstreamTool) Execute(ctx context.Context, args map[string]any) (string
 	}
 	slotFrom(ctx).set(res, nil)
 	text := ResultText(res)
-	if res.IsError && !strings.HasPrefix(text, "Error") {
-		text = "Error: " + text
+	if res.IsError { // the upstream tool failed: so does the call
+		if !strings.HasPrefix(text, "Error") {
+			text = "Error: " + text
+		}
+		return "", &hooks.ToolError{Text: text}
 	}
 	return text, nil
 }
