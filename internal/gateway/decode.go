@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/strictjson"
@@ -79,21 +81,44 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 }
 
 // decodeCall authenticates the caller and reads a ToolCallRequest whose
-// sender is that caller, answering 4xx itself when it cannot.
-func (s *Server) decodeCall(w http.ResponseWriter, r *http.Request) (*hooks.Call, bool) {
+// sender is that caller, answering 4xx itself when it cannot. A body over
+// MaxBodyBytes is answered 413 and audited as a denied call of api (see
+// RefuseTooLarge).
+func (s *Server) decodeCall(w http.ResponseWriter, r *http.Request, api string) (*hooks.Call, bool) {
 	id, ok := s.identify(w, r)
 	if !ok {
 		return nil, false
 	}
 	call, ok := s.decodeBodyCall(w, r)
-	if !ok || !bindCaller(w, call, id) {
+	if !ok {
+		if call != nil { // too large: refused unread
+			call.SenderID, call.Caller = id.Username, id
+			s.refuseTooLarge(r.Context(), api, call)
+		}
+		return nil, false
+	}
+	if !bindCaller(w, call, id) {
 		return nil, false
 	}
 	return call, true
 }
 
+// refuseTooLarge runs call, whose ArgsErr wraps hooks.ErrTooLarge, through
+// the before phase, which denies it without running a hook or a tool, and
+// the after phase, which audits it; and counts it under api.
+func (s *Server) refuseTooLarge(ctx context.Context, api string, call *hooks.Call) {
+	start := time.Now()
+	res := s.cur.Load().exec.Evaluate(ctx, call)
+	s.record(api, call, &res, time.Since(start))
+}
+
+func tooLargeErr(limit int64) error {
+	return fmt.Errorf("%w: the request body is larger than %d bytes", hooks.ErrTooLarge, limit)
+}
+
 // decodeBodyCall reads a ToolCallRequest of at most MaxBodyBytes,
-// answering 4xx itself when it cannot.
+// answering 4xx itself when it cannot; for a body over the limit it also
+// returns the call that was refused unread (ArgsErr wraps hooks.ErrTooLarge).
 func (s *Server) decodeBodyCall(w http.ResponseWriter, r *http.Request) (*hooks.Call, bool) {
 	if status, err := checkContentType(r); err != nil {
 		writeError(w, status, err.Error())
@@ -111,7 +136,7 @@ func (s *Server) decodeBodyCall(w http.ResponseWriter, r *http.Request) (*hooks.
 	switch {
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit))
-		return nil, false
+		return &hooks.Call{Args: map[string]any{}, ArgsErr: tooLargeErr(tooBig.Limit)}, false
 	case err != nil:
 		writeError(w, http.StatusBadRequest, "malformed JSON body: reading the body: "+err.Error())
 		return nil, false

@@ -298,8 +298,15 @@ func TestBadRequestsGetAClearJSONError(t *testing.T) {
 			}
 		})
 	}
-	if n := len(e.audit.Records()); n != 0 {
-		t.Errorf("rejected requests left %d audit records", n)
+	// Only the oversized body was a call (refused unread): it is audited as
+	// denied, with the caller; requests that are no call leave no record.
+	recs := e.audit.Records()
+	if len(recs) != 1 || recs[0].Outcome != hooks.StatusDenied || recs[0].Denial == nil ||
+		recs[0].Denial.Rule != hooks.RuleTooLarge || recs[0].SenderID == "" {
+		t.Errorf("rejected requests left the audit records %+v", recs)
+	}
+	if m := e.metrics(); !strings.Contains(m, `toolhooks_denials_total{caller_kind="static",hook="arguments",tool="other"} 1`) {
+		t.Errorf("the oversized call was not counted:\n%s", grep(m, "denials_total"))
 	}
 }
 

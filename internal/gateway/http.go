@@ -78,7 +78,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 }
 
 func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) {
-	call, ok := s.decodeCall(w, r)
+	call, ok := s.decodeCall(w, r, apiToolCalls)
 	if !ok {
 		return
 	}
@@ -93,7 +93,7 @@ func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
-	call, ok := s.decodeCall(w, r)
+	call, ok := s.decodeCall(w, r, apiDecisions)
 	if !ok {
 		return
 	}

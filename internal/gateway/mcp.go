@@ -22,6 +22,14 @@ func (s *Server) ExecuteMCP(ctx context.Context, call *hooks.Call) hooks.Result 
 	return s.run(ctx, apiMCP, call)
 }
 
+// RefuseTooLargeMCP audits and counts, under api "mcp", a call whose MCP
+// request was refused unread for being larger than limit bytes; call names
+// the caller and session (its tool is unknown, since nothing was read).
+func (s *Server) RefuseTooLargeMCP(ctx context.Context, call *hooks.Call, limit int64) {
+	call.ArgsErr = tooLargeErr(limit)
+	s.refuseTooLarge(ctx, apiMCP, call)
+}
+
 // Config returns the configuration in force, nil before the first. It is
 // shared: callers must not modify it.
 func (s *Server) Config() *gatewayconfig.Config { return s.cur.Load().cfg }

@@ -24,6 +24,9 @@ const (
 const (
 	// RuleInvalidArguments: the call's arguments are not one JSON object (Call.ArgsErr).
 	RuleInvalidArguments = "InvalidArguments"
+	// RuleTooLarge: the call's request was larger than the gateway reads
+	// (Call.ArgsErr wraps ErrTooLarge).
+	RuleTooLarge = "TooLarge"
 	// RuleHookError: a before-callback returned an error.
 	RuleHookError = "HookError"
 	// RuleHookPanic: a before-callback panicked.
@@ -36,6 +39,11 @@ const (
 	// allowed call before its tool would run.
 	RuleAuditFailed = "AuditFailed"
 )
+
+// ErrTooLarge is wrapped by the Call.ArgsErr of a call whose request the
+// gateway refused for its size before reading it: the before phase denies
+// it (hook "arguments", rule TooLarge), so that it is audited like any call.
+var ErrTooLarge = errors.New("request too large")
 
 // ToolGate is an optional interface for hooks that must complete work once
 // the before phase has allowed a call and before its tool runs (or, for
@@ -287,12 +295,16 @@ func (e *Executor) Decide(ctx context.Context, call *Call) Result {
 // denies.
 func (e *Executor) before(ctx context.Context, call *Call, res *Result) bool {
 	if call.ArgsErr != nil {
-		deny(res, DenialText+ArgumentsHookName, Decision{
+		d := Decision{
 			Hook:   ArgumentsHookName,
 			Rule:   RuleInvalidArguments,
 			Reason: "The arguments must be one JSON object: " + call.ArgsErr.Error(),
 			Action: ActionDeny,
-		})
+		}
+		if errors.Is(call.ArgsErr, ErrTooLarge) {
+			d.Rule, d.Reason = RuleTooLarge, "The call was refused unread: "+call.ArgsErr.Error()
+		}
+		deny(res, DenialText+ArgumentsHookName, d)
 		return false
 	}
 	// One memo of path lookups per decision, shared by the hooks that

@@ -111,6 +111,8 @@ type Handler struct {
 	// structuredContent against it even in error results, so their denials
 	// carry the structured denial in _meta only.
 	typed map[string]bool
+	// served are the tools the MCP server serves (see auditUnknownTools).
+	served map[string]bool
 }
 
 // NewHandler builds the endpoint serving the built-in tools (the gateway's
@@ -143,10 +145,11 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.Upstreams != nil {
 		descs = append(descs, opts.Upstreams.Descriptors()...)
 	}
-	h := &Handler{gw: opts.Gateway, hide: opts.DeniedTools == DeniedHide, typed: map[string]bool{}}
+	h := &Handler{gw: opts.Gateway, hide: opts.DeniedTools == DeniedHide, typed: map[string]bool{}, served: map[string]bool{}}
 	names := make([]string, len(descs))
 	for i, d := range descs {
 		names[i] = d.Name
+		h.served[d.Name] = true
 		if d.OutputSchema != nil {
 			h.typed[d.Name] = true
 		}
@@ -157,12 +160,12 @@ func NewHandler(opts Options) (*Handler, error) {
 	for _, d := range descs {
 		h.server.AddTool(d, h.callTool)
 	}
-	h.server.AddReceivingMiddleware(h.filterList, limits.claim)
+	h.server.AddReceivingMiddleware(h.filterList, limits.claim, h.auditUnknownTools)
 	// JSON responses rather than an SSE stream per POST: the gateway sends
 	// no notifications during a call, and it saves work on every call.
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server },
 		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionIdleTimeout, JSONResponse: true})
-	h.http = authMiddleware(opts.Gateway.Callers(), strictMessages(limits.middleware(streamable)))
+	h.http = authMiddleware(opts.Gateway.Callers(), strictMessages(limits.middleware(streamable), h.refuseTooLarge))
 	return h, nil
 }
 
@@ -179,15 +182,21 @@ func Mount(gw, mcpHandler http.Handler) http.Handler {
 
 // callTool runs one tools/call through the gateway.
 func (h *Handler) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	call := callOf(req)
+	ctx, up := withSlot(ctx)
+	res := h.gw.ExecuteMCP(ctx, call)
+	return toResult(&res, up, h.typed[call.Tool]), nil
+}
+
+// callOf is the hook call of a tools/call request.
+func callOf(req *mcp.CallToolRequest) *hooks.Call {
 	args := string(req.Params.Arguments)
 	if args == "null" { // as POST /v1/tool-calls: null means no arguments
 		args = ""
 	}
 	call := hooks.NewCall(req.Params.Name, args)
 	callerContext(call, req.Session, req.Extra)
-	ctx, up := withSlot(ctx)
-	res := h.gw.ExecuteMCP(ctx, call)
-	return toResult(&res, up, h.typed[call.Tool]), nil
+	return call
 }
 
 // callerContext fills in call's session, channel and caller from an MCP

@@ -29,7 +29,10 @@ var (
 // executor parses it with strictjson and denies (and audits) arguments
 // that repeat a key. Bodies that are not JSON at all go on to the SDK,
 // which rejects them.
-func strictMessages(next http.Handler) http.Handler {
+//
+// A body over maxMessageBytes is answered 413 and handed to tooLarge, which
+// audits it as a refused call.
+func strictMessages(next http.Handler, tooLarge func(r *http.Request, limit int64)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -42,6 +45,7 @@ func strictMessages(next http.Handler) http.Handler {
 		}
 		if len(body) > maxMessageBytes {
 			http.Error(w, fmt.Sprintf("request body is larger than %d bytes", maxMessageBytes), http.StatusRequestEntityTooLarge)
+			tooLarge(r, maxMessageBytes)
 			return
 		}
 		if err := checkMessages(body); err != nil {

@@ -360,6 +360,9 @@ func (s *slot) set(res *mcp.CallToolResult, err error) {
 }
 
 func (s *slot) get() (*mcp.CallToolResult, error) {
+	if s == nil {
+		return nil, nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.res, s.err
