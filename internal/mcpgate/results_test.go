@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -168,5 +171,72 @@ func TestOversizedRequestIsAudited(t *testing.T) {
 	}
 	if m := e.metrics(); !strings.Contains(m, `toolhooks_denials_total{caller_kind="static",hook="arguments",tool="other"} 1`) {
 		t.Errorf("the oversized request was not counted:\n%s", m)
+	}
+}
+
+// An upstream's error texts reach the caller without the upstream's session
+// id: here the upstream forgets the session (404, which go-sdk reports
+// naming the session id).
+func TestUpstreamErrorsDoNotExposeTheUpstreamSession(t *testing.T) {
+	srv, _ := newUpstreamServer()
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var forget atomic.Bool
+	var seen sync.Map // the session ids the upstream handed out
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			seen.Store(id, true)
+			if forget.Load() {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+		}
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(up.Close)
+	e := newEnv(t, envOptions{upstreams: upstreamConfig(up.URL)})
+	e.apply(codingPolicy)
+	cs := connect(t, e.url, aliceToken)
+	if res := call(t, cs, "up_echo", `{"text":"hi"}`); res.IsError {
+		t.Fatalf("up_echo: %q", text(res))
+	}
+	forget.Store(true)
+	res := call(t, cs, "up_echo", `{"text":"hi"}`)
+	if !res.IsError || !strings.HasPrefix(text(res), hooks.FailedText) || !strings.Contains(text(res), "[redacted]") {
+		t.Fatalf("the upstream forgot the session: isError=%v text=%q", res.IsError, text(res))
+	}
+	n := 0
+	seen.Range(func(k, _ any) bool {
+		n++
+		if strings.Contains(text(res), k.(string)) {
+			t.Errorf("the error text %q holds the upstream session id %q", text(res), k)
+		}
+		return true
+	})
+	if n == 0 {
+		t.Fatal("the upstream saw no session id")
+	}
+	if rec := lastRecord(t, e.audit); rec.Outcome != hooks.StatusFailed {
+		t.Fatalf("audit: %+v", rec)
+	}
+}
+
+// An upstream URL's credentials never reach the caller in an error text.
+func TestUpstreamErrorsDoNotExposeTheUpstreamURL(t *testing.T) {
+	up, _ := httpUpstream(t)
+	e := newEnv(t, envOptions{upstreams: upstreamConfig("http://user:pa55word@" + strings.TrimPrefix(up.URL, "http://") + "/?token=s3cret-token")})
+	e.apply(codingPolicy)
+	cs := connect(t, e.url, aliceToken)
+	up.CloseClientConnections()
+	up.Close()
+	for range 2 { // the call that finds the upstream down, and the reconnect
+		res := call(t, cs, "up_echo", `{"text":"hi"}`)
+		if !res.IsError || !strings.HasPrefix(text(res), hooks.FailedText) {
+			t.Fatalf("upstream down: isError=%v text=%q", res.IsError, text(res))
+		}
+		for _, secret := range []string{"s3cret-token", "pa55word", "user:"} {
+			if strings.Contains(text(res), secret) {
+				t.Errorf("the error text %q holds %q", text(res), secret)
+			}
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -201,7 +202,7 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	sess, err := u.connect(cctx)
 	u.lastTry = time.Now()
 	if err != nil {
-		u.lastErr = fmt.Errorf("reconnecting: %w", err)
+		u.lastErr = fmt.Errorf("reconnecting: %w", u.scrub(err, ""))
 		return nil, u.lastErr
 	}
 	u.log.Info("Upstream MCP server reconnected")
@@ -259,10 +260,40 @@ func (u *upstream) call(ctx context.Context, remote string, args json.RawMessage
 		if ctx.Err() == nil && !errors.As(err, &rpcErr) {
 			u.broken(sess, err) // the connection failed; a JSON-RPC error answer means it works
 		}
-		return nil, err
+		return nil, u.scrub(err, sess.ID())
 	}
 	return res, nil
 }
+
+// scrub hides from err's text, which reaches the caller, what only the
+// gateway may know: the upstream session's id (go-sdk names it in
+// connection errors, and it lets whoever holds it act in that session) and
+// the upstream's URL, which may carry credentials in its query.
+func (u *upstream) scrub(err error, sessionID string) error {
+	text := err.Error()
+	if sessionID != "" {
+		text = strings.ReplaceAll(text, sessionID, "[redacted]")
+	}
+	if u.cfg.HTTP != nil && u.cfg.HTTP.URL != "" {
+		text = strings.ReplaceAll(text, u.cfg.HTTP.URL, "[upstream URL]")
+		if pu, perr := url.Parse(u.cfg.HTTP.URL); perr == nil && pu.User != nil {
+			// net/http names the URL with its password masked so.
+			masked := strings.Replace(pu.String(), pu.User.String()+"@", pu.User.Username()+":***@", 1)
+			text = strings.ReplaceAll(text, masked, "[upstream URL]")
+		}
+	}
+	return &scrubbedError{err: err, text: text}
+}
+
+// scrubbedError is an error whose text had secrets removed; it still wraps
+// the original for errors.Is and errors.As.
+type scrubbedError struct {
+	err  error
+	text string
+}
+
+func (e *scrubbedError) Error() string { return e.text }
+func (e *scrubbedError) Unwrap() error { return e.err }
 
 // streamDrainGrace is how long an upstream call's HTTP request may still
 // read its response stream after the call has its result.
