@@ -32,6 +32,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/plugins"
 	"github.com/toolhooks/toolhooks/internal/sandbox"
 	"github.com/toolhooks/toolhooks/internal/standalone"
+	"github.com/toolhooks/toolhooks/internal/tools"
 )
 
 func main() {
@@ -48,13 +49,16 @@ func main() {
 
 // flags are the command line.
 type flags struct {
-	listen          string
-	workspace       string
-	policies        string
-	namespace       string
-	labels          map[string]string
-	policyDebounce  time.Duration
-	toolTimeout     time.Duration
+	listen         string
+	workspace      string
+	policies       string
+	namespace      string
+	labels         map[string]string
+	policyDebounce time.Duration
+	toolTimeout    time.Duration
+	// maxFileBytes is the built-in tools' file size limit, from which the
+	// request body limits derive (gateway.BodyBytesFor).
+	maxFileBytes    int64
 	staticTokenFile string
 	shutdownTimeout time.Duration
 	audit           auditFlags
@@ -95,6 +99,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.DurationVar(&f.policyDebounce, "policy-debounce", standalone.DefaultDebounce,
 		"standalone mode: load the policy files only once they stayed unchanged this long")
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", hooks.DefaultToolTimeout, "how long a tool may run (0 for no limit)")
+	fs.Int64Var(&f.maxFileBytes, "max-file-bytes", tools.DefaultMaxFileBytes,
+		"largest file read_file returns and write_file and edit_file write; request bodies (POST /v1/tool-calls, /mcp) may be twice this plus 64 KiB")
 	fs.StringVar(&f.staticTokenFile, "static-token-file", "", "accept configuration pushes bearing the token in this file (standalone use)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for calls in flight on shutdown")
 	gogc := fs.Int("gogc", defaultGOGC, "garbage collector percentage (as GOGC); without this flag a GOGC environment variable wins")
@@ -148,6 +154,9 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	if f.maxConns < 0 || f.maxConnsPerIP < 0 {
 		return f, errors.New("--max-connections and --max-connections-per-ip must not be negative (0: no limit)")
 	}
+	if f.maxFileBytes < 1 || f.maxFileBytes > maxFileBytesLimit {
+		return f, fmt.Errorf("--max-file-bytes %d: must be between 1 and %d", f.maxFileBytes, int64(maxFileBytesLimit))
+	}
 	if f.pluginMaxTimeouts < 1 {
 		return f, fmt.Errorf("--plugin-max-timeouts %d: must be at least 1", f.pluginMaxTimeouts)
 	}
@@ -193,6 +202,10 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	}
 	return f, nil
 }
+
+// maxFileBytesLimit bounds --max-file-bytes: a request body may be twice as
+// large and is held in memory while it is checked.
+const maxFileBytesLimit = 256 << 20
 
 // flagSet reports whether the command line set the flag name.
 func flagSet(fs *flag.FlagSet, name string) bool {
@@ -245,16 +258,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	opts := gateway.Options{
-		Sandbox:     sb,
-		Budgets:     f.budgets,
-		Workspace:   f.workspace,
-		ToolTimeout: f.toolTimeout,
-		Audit:       f.audit.sink(stdout),
-		Plugins:     pluginHost.Build,
-		OnApplied:   func(cfg *gatewayconfig.Config) { pluginHost.Retain(cfg.Plugins()) },
-		Degraded:    pluginHost.Degraded,
-		Registry:    reg,
-		Logger:      log,
+		Sandbox:      sb,
+		Budgets:      f.budgets,
+		Workspace:    f.workspace,
+		ToolTimeout:  f.toolTimeout,
+		MaxFileBytes: f.maxFileBytes,
+		Audit:        f.audit.sink(stdout),
+		Plugins:      pluginHost.Build,
+		OnApplied:    func(cfg *gatewayconfig.Config) { pluginHost.Retain(cfg.Plugins()) },
+		Degraded:     pluginHost.Degraded,
+		Registry:     reg,
+		Logger:       log,
 	}
 	if f.staticTokenFile != "" {
 		tok, err := gateway.LoadStaticToken(f.staticTokenFile)

@@ -37,6 +37,8 @@ func TestParseFlags(t *testing.T) {
 		{"a caller's share over the table", []string{"--workspace", ws, "--budget-max-sessions", "10",
 			"--budget-max-sessions-per-caller", "11"}, "is more than --budget-max-sessions 10"},
 		{"no plugin timeouts", []string{"--workspace", ws, "--plugin-max-timeouts", "0"}, "--plugin-max-timeouts 0"},
+		{"no file size", []string{"--workspace", ws, "--max-file-bytes", "0"}, "--max-file-bytes 0: must be between 1 and"},
+		{"a file size over the bound", []string{"--workspace", ws, "--max-file-bytes", "1099511627776"}, "must be between 1 and 268435456"},
 		{"a negative per-address cap", []string{"--workspace", ws, "--max-connections-per-ip", "-1"}, "must not be negative"},
 		{"no MCP sessions", []string{"--workspace", ws, "--mcp-max-sessions", "0"}, "--mcp-max-sessions and --mcp-max-sessions-per-caller must be positive"},
 		{"no MCP sessions per caller", []string{"--workspace", ws, "--mcp-max-sessions-per-caller", "-1"}, "must be positive"},
@@ -55,6 +57,9 @@ func TestParseFlags(t *testing.T) {
 	f, err := parseFlags([]string{"--workspace", ws, "--labels", "app=gw, track=canary", "--tool-timeout", "0"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if f.maxFileBytes != 4<<20 {
+		t.Errorf("--max-file-bytes defaults to %d", f.maxFileBytes)
 	}
 	if f.mcp.idleTimeout != 5*time.Minute || f.mcp.maxSessions != mcpgate.DefaultMaxSessions || f.mcp.maxSessionsPerCaller != 100 {
 		t.Errorf("MCP session flags %+v", f.mcp)

@@ -69,7 +69,7 @@ func (m *mcpFlags) connect(ctx context.Context, opts *gateway.Options, log *slog
 	if err != nil {
 		return nil, err
 	}
-	builtins, err := tools.Builtins(opts.Workspace, tools.Options{Sandbox: opts.Sandbox})
+	builtins, err := tools.Builtins(opts.Workspace, gateway.ToolOptions(opts.MaxFileBytes, opts.Sandbox))
 	if err != nil {
 		ups.Close()
 		return nil, fmt.Errorf("built-in tools: %w", err)

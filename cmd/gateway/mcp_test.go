@@ -111,7 +111,9 @@ func TestTheGatewayBinaryServesMCP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tc, _ := res.Content[0].(*mcp.TextContent); tc == nil || tc.Text != want || res.IsError != strings.HasPrefix(want, "Tool execution denied") {
+		// A denial's text goes on with the policy, rule and reason lines.
+		if tc, _ := res.Content[0].(*mcp.TextContent); tc == nil || strings.SplitN(tc.Text, "\n", 2)[0] != strings.TrimSuffix(want, "\n") ||
+			res.IsError != strings.HasPrefix(want, "Tool execution denied") || res.IsError && !strings.Contains(tc.Text, "\nRule: forbiddenPathGlobs\n") {
 			t.Errorf("read_file %s: %+v", args, res)
 		}
 	}

@@ -53,8 +53,28 @@ const NoPolicyReason = "no policy configuration has been received yet"
 const NoPolicySelectedReason = "no policy selects this gateway (the configuration in force holds only the AuditLog hook); " +
 	"every call is denied until one does: an allow-all gateway needs a policy that allows all"
 
-// DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes is zero.
-const DefaultMaxBodyBytes = 1 << 20
+// DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes and
+// Options.MaxFileBytes are zero: BodyBytesFor(tools.DefaultMaxFileBytes).
+const DefaultMaxBodyBytes = 2*tools.DefaultMaxFileBytes + bodyEnvelopeBytes
+
+// bodyEnvelopeBytes is the room a request body has beyond the JSON text of
+// a file's content: the call's other fields and arguments.
+const bodyEnvelopeBytes = 64 << 10
+
+// ToolOptions are the built-in tools' options for a file size limit (0:
+// tools.DefaultMaxFileBytes) and a sandbox.
+func ToolOptions(maxFileBytes int64, sb *sandbox.Sandbox) tools.Options {
+	if maxFileBytes <= 0 {
+		maxFileBytes = tools.DefaultMaxFileBytes
+	}
+	return tools.Options{MaxReadBytes: maxFileBytes, MaxWriteBytes: int(maxFileBytes), Sandbox: sb}
+}
+
+// BodyBytesFor is the request body limit that lets a call carry a file of
+// maxFileBytes bytes: twice as many, for JSON escaping (typical text escapes
+// to well under twice its size; content that needs more, mostly control
+// characters, is refused with 413), plus 64 KiB for the rest of the call.
+func BodyBytesFor(maxFileBytes int64) int64 { return 2*maxFileBytes + bodyEnvelopeBytes }
 
 // DefaultDenialQueueSize is how many denials may wait for the DenialSink.
 const DefaultDenialQueueSize = 1024
@@ -104,7 +124,13 @@ type Options struct {
 	// Registry receives the gateway's metrics; nil means a new registry with
 	// the Go and process collectors. The global registry is never used.
 	Registry *prometheus.Registry
-	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes).
+	// MaxFileBytes is the largest file the built-in tools read or write
+	// (tools.Options.MaxReadBytes and MaxWriteBytes; 0:
+	// tools.DefaultMaxFileBytes) when Tools is nil; callers that build the
+	// tools pass it to tools.Options themselves (ToolOptions).
+	MaxFileBytes int64
+	// MaxBodyBytes bounds request bodies, of POST /v1/tool-calls and of the
+	// MCP endpoint (0: BodyBytesFor(MaxFileBytes)).
 	MaxBodyBytes int64
 	// Logger logs the gateway's own events; nil means slog.Default().
 	Logger *slog.Logger
@@ -160,8 +186,11 @@ func New(opts Options) (*Server, error) {
 	if opts.ToolTimeout == 0 {
 		opts.ToolTimeout = hooks.DefaultToolTimeout
 	}
+	if opts.MaxFileBytes <= 0 {
+		opts.MaxFileBytes = tools.DefaultMaxFileBytes
+	}
 	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
+		opts.MaxBodyBytes = BodyBytesFor(opts.MaxFileBytes)
 	}
 	if opts.DenialQueueSize <= 0 {
 		opts.DenialQueueSize = DefaultDenialQueueSize
@@ -180,7 +209,7 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	if s.tools == nil {
-		builtins, err := tools.Builtins(opts.Workspace, tools.Options{Sandbox: s.opts.Sandbox})
+		builtins, err := tools.Builtins(opts.Workspace, ToolOptions(opts.MaxFileBytes, s.opts.Sandbox))
 		if err != nil {
 			return nil, fmt.Errorf("gateway: built-in tools: %w", err)
 		}

@@ -30,6 +30,10 @@ func (s *Server) RefuseTooLargeMCP(ctx context.Context, call *hooks.Call, limit 
 	s.refuseTooLarge(ctx, apiMCP, call)
 }
 
+// MaxBodyBytes is the request body limit (Options.MaxBodyBytes), which the
+// MCP endpoint applies to its messages too.
+func (s *Server) MaxBodyBytes() int64 { return s.opts.MaxBodyBytes }
+
 // Config returns the configuration in force, nil before the first. It is
 // shared: callers must not modify it.
 func (s *Server) Config() *gatewayconfig.Config { return s.cur.Load().cfg }

@@ -75,6 +75,8 @@ type envOptions struct {
 	denied    string
 	// toolTimeout is the gateway's tool timeout (0: the default).
 	toolTimeout time.Duration
+	// maxFileBytes is the gateway's file size limit (0: the default).
+	maxFileBytes int64
 	// Session limits and idle timeout (mcpgate.Options; 0: the defaults).
 	maxSessions, maxSessionsPerCaller int
 	sessionIdle                       time.Duration
@@ -104,7 +106,7 @@ func newEnvIn(t *testing.T, ws string, o envOptions) *env {
 	}
 	e := &env{t: t, ws: ws, audit: &audit.Memory{}}
 	opts := gateway.Options{Workspace: ws, Audit: e.audit, Logger: discard(), ToolTimeout: o.toolTimeout,
-		Callers: &authn.Request{AllowAnonymous: o.anonymous}}
+		MaxFileBytes: o.maxFileBytes, Callers: &authn.Request{AllowAnonymous: o.anonymous}}
 	if !o.noAuth {
 		toks, err := authn.ParseStaticTokens([]byte(tokensYAML))
 		if err != nil {
@@ -120,7 +122,7 @@ func newEnvIn(t *testing.T, ws string, o envOptions) *env {
 			t.Fatal(err)
 		}
 		t.Cleanup(ups.Close)
-		builtins, err := tools.Builtins(ws, tools.Options{})
+		builtins, err := tools.Builtins(ws, gateway.ToolOptions(o.maxFileBytes, nil))
 		if err != nil {
 			t.Fatal(err)
 		}

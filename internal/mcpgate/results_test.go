@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/tools"
 	"github.com/toolhooks/toolhooks/internal/wire"
@@ -142,7 +143,7 @@ func TestOversizedRequestIsAudited(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.apply(codingPolicy)
 	cs := connect(t, e.url, aliceToken)
-	content := strings.Repeat("a", 9<<20)
+	content := strings.Repeat("a", int(gateway.DefaultMaxBodyBytes))
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"big.txt","content":%q}}}`, content)
 	req, err := http.NewRequest(http.MethodPost, e.url, bytes.NewBufferString(body))
 	if err != nil {
@@ -238,5 +239,50 @@ func TestUpstreamErrorsDoNotExposeTheUpstreamURL(t *testing.T) {
 				t.Errorf("the error text %q holds %q", text(res), secret)
 			}
 		}
+	}
+}
+
+// One limit: a file as large as the gateway's file limit, written through
+// MCP, is read back through MCP; one byte more is refused by write_file
+// (failed), and a request over the body limit derived from it is refused
+// unread.
+func TestFileAndBodyLimitsAgree(t *testing.T) {
+	const limit = 64 << 10
+	e := newEnv(t, envOptions{maxFileBytes: limit})
+	e.apply(codingPolicy)
+	cs := connect(t, e.url, aliceToken)
+	// Text that JSON escapes to more than its size: quotes, backslashes, newlines.
+	line := `say "hi" \ there` + "\n"
+	content := strings.Repeat(line, limit/len(line))
+	content += strings.Repeat("x", limit-len(content))
+	args, err := json.Marshal(map[string]string{"path": "big.txt", "content": content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, cs, "write_file", string(args)); res.IsError {
+		t.Fatalf("writing %d bytes: %q", len(content), text(res))
+	}
+	if res := call(t, cs, "read_file", `{"path":"big.txt"}`); res.IsError || text(res) != content {
+		t.Fatalf("reading back %d bytes: isError=%v, %d bytes", len(content), res.IsError, len(text(res)))
+	}
+	args, err = json.Marshal(map[string]string{"path": "big.txt", "content": content + "y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, cs, "write_file", string(args))
+	if want := fmt.Sprintf("Error: write_file: content is larger than the %d-byte limit", limit); !res.IsError || text(res) != want {
+		t.Fatalf("writing one byte more: isError=%v text=%q", res.IsError, text(res))
+	}
+	// A body over BodyBytesFor(limit) never reaches the SDK.
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_file",
+		Arguments: map[string]any{"path": "huge.txt", "content": strings.Repeat("z", int(gateway.BodyBytesFor(limit)))}})
+	if err == nil {
+		t.Fatal("a request over the body limit was answered")
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "huge.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the oversized call wrote its file: %v", err)
+	}
+	if rec := lastRecord(t, e.audit); rec.Outcome != hooks.StatusDenied || rec.Denial == nil || rec.Denial.Rule != hooks.RuleTooLarge {
+		t.Fatalf("audit of the oversized call: %+v", rec)
 	}
 }

@@ -264,7 +264,9 @@ func (l *sessionLimits) refuse(w http.ResponseWriter, r *http.Request, full stri
 	}
 	var reqID jsonrpc.ID
 	if r.Body != nil {
-		if body, err := io.ReadAll(io.LimitReader(r.Body, maxMessageBytes)); err == nil {
+		// strictMessages, in front, read every POST body within the limit
+		// and replaced it with the bytes it read.
+		if body, err := io.ReadAll(r.Body); err == nil {
 			if m, err := jsonrpc.DecodeMessage(body); err == nil {
 				if req, ok := m.(*jsonrpc.Request); ok {
 					reqID = req.ID

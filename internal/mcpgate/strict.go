@@ -10,9 +10,6 @@ import (
 	"github.com/toolhooks/toolhooks/internal/strictjson"
 )
 
-// maxMessageBytes bounds a JSON-RPC request body the strict check reads.
-const maxMessageBytes = 8 << 20
-
 // The JSON names of a JSON-RPC message and of tools/call's params.
 var (
 	messageOptions    = strictjson.Options{Keys: []string{"jsonrpc", "id", "method", "params", "result", "error"}, AllowUnknown: true}
@@ -30,22 +27,22 @@ var (
 // that repeat a key. Bodies that are not JSON at all go on to the SDK,
 // which rejects them.
 //
-// A body over maxMessageBytes is answered 413 and handed to tooLarge, which
-// audits it as a refused call.
-func strictMessages(next http.Handler, tooLarge func(r *http.Request, limit int64)) http.Handler {
+// A body over limit bytes (the gateway's request body limit) is answered 413
+// and handed to tooLarge, which audits it as a refused call.
+func strictMessages(next http.Handler, limit int64, tooLarge func(r *http.Request, limit int64)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxMessageBytes+1))
+		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		if err != nil {
 			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if len(body) > maxMessageBytes {
-			http.Error(w, fmt.Sprintf("request body is larger than %d bytes", maxMessageBytes), http.StatusRequestEntityTooLarge)
-			tooLarge(r, maxMessageBytes)
+		if int64(len(body)) > limit {
+			http.Error(w, fmt.Sprintf("request body is larger than %d bytes", limit), http.StatusRequestEntityTooLarge)
+			tooLarge(r, limit)
 			return
 		}
 		if err := checkMessages(body); err != nil {

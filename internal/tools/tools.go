@@ -46,12 +46,14 @@ const (
 	Shell     = toolnames.Shell
 )
 
-// Defaults of the tools' limits.
+// Defaults of the tools' limits. read_file and write_file share one limit
+// by default, so that what one writes the other reads back.
 const (
-	DefaultMaxReadBytes   = 1 << 20  // read_file refuses larger files
-	DefaultMaxWriteBytes  = 4 << 20  // write_file and edit_file refuse larger contents
-	DefaultMaxOutputBytes = 64 << 10 // shell output is truncated beyond this
-	DefaultMaxListEntries = 1000     // list_dir lists at most this many entries
+	DefaultMaxFileBytes   = 4 << 20             // the default of both limits below
+	DefaultMaxReadBytes   = DefaultMaxFileBytes // read_file refuses larger files
+	DefaultMaxWriteBytes  = DefaultMaxFileBytes // write_file and edit_file refuse larger contents
+	DefaultMaxOutputBytes = 64 << 10            // shell output is truncated beyond this
+	DefaultMaxListEntries = 1000                // list_dir lists at most this many entries
 )
 
 // Options are the tools' limits; zero values take the defaults.
