@@ -118,12 +118,19 @@ spec:
 	if len(r) != 4 {
 		t.Fatalf("results: %+v", r)
 	}
-	if r[0].IsError || r[0].Text != "# project\n" {
+	// The upstream's structuredContent, which no text content of its
+	// result holds, is added as JSON text after its text.
+	if r[0].IsError || r[0].Text != "# project\n\n"+`{"content":"# project\n"}` {
 		t.Errorf("read inside the workspace: isError=%v text=%q", r[0].IsError, r[0].Text)
 	}
 	for i, rule := range map[int]string{1: autonomy.RuleForbiddenPaths, 2: autonomy.RuleReadOnly, 3: autonomy.RuleWorkspaceOnly} {
 		d := r[i].Meta.Denial // the filesystem tools have output schemas: the denial is in _meta only
-		if !r[i].IsError || r[i].Text != hooks.DenialText+hook || d == nil || d.Rule != rule || d.Hook != hook {
+		// The text, all that many hosts give the model, holds the reason too.
+		want := ""
+		if d != nil {
+			want = hooks.DenialText + hook + "\nPolicy: default/readonly-fs\nRule: " + rule + "\nReason: " + d.Reason
+		}
+		if !r[i].IsError || r[i].Text != want || d == nil || d.Rule != rule || d.Hook != hook || d.Reason == "" {
 			t.Errorf("%s %v: isError=%v text=%q denial=%+v, want rule %s", calls[i]["name"], calls[i]["arguments"], r[i].IsError, r[i].Text, d, rule)
 		}
 	}
