@@ -100,7 +100,8 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"standalone mode: load the policy files only once they stayed unchanged this long")
 	fs.DurationVar(&f.toolTimeout, "tool-timeout", hooks.DefaultToolTimeout, "how long a tool may run (0 for no limit)")
 	fs.Int64Var(&f.maxFileBytes, "max-file-bytes", tools.DefaultMaxFileBytes,
-		"largest file read_file returns and write_file and edit_file write; request bodies (POST /v1/tool-calls, /mcp) may be twice this plus 64 KiB")
+		"largest file read_file returns and write_file and edit_file write; "+
+			"request bodies (POST /v1/tool-calls, /mcp) may be twice this plus 64 KiB")
 	fs.StringVar(&f.staticTokenFile, "static-token-file", "", "accept configuration pushes bearing the token in this file (standalone use)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long to wait for calls in flight on shutdown")
 	gogc := fs.Int("gogc", defaultGOGC, "garbage collector percentage (as GOGC); without this flag a GOGC environment variable wins")

@@ -165,7 +165,8 @@ func NewHandler(opts Options) (*Handler, error) {
 	// no notifications during a call, and it saves work on every call.
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server },
 		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionIdleTimeout, JSONResponse: true})
-	h.http = authMiddleware(opts.Gateway.Callers(), strictMessages(limits.middleware(streamable), opts.Gateway.MaxBodyBytes(), h.refuseTooLarge))
+	strict := strictMessages(limits.middleware(streamable), opts.Gateway.MaxBodyBytes(), h.refuseTooLarge)
+	h.http = authMiddleware(opts.Gateway.Callers(), strict)
 	return h, nil
 }
 
