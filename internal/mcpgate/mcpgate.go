@@ -6,11 +6,15 @@
 // id is the MCP session id (Mcp-Session-Id, chosen by the gateway), the
 // channel is "mcp" and the sender is the caller's authenticated identity
 // (AnonymousSender only when anonymous callers are allowed). A denial is a
-// tool result with isError, the text "Tool execution denied by hook:
-// <hook>" and the structured denial (hook, policy, rule, reason) in
+// tool result with isError whose text is "Tool execution denied by hook:
+// <hook>" followed by lines naming the policy, rule and reason, with the
+// structured denial (hook, policy, rule, reason) in
 // _meta["toolhooks.dev/denial"] and, for tools without an output schema (which
 // clients validate structuredContent against even in errors), in
-// structuredContent.denial too.
+// structuredContent.denial too. A tool's failure (a *hooks.ToolError, an
+// upstream's isError result) is a tool result with isError and the tool's
+// text; a call of an unknown tool, or a request over the body limit, is
+// audited like any call.
 //
 // Upstream MCP servers (stdio processes or streamable-HTTP URLs, see Config)
 // are connected at start; their tools join the gateway's tools as
