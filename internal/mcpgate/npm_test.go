@@ -85,6 +85,9 @@ spec:
 		{"name": "fs_read_text_file", "arguments": map[string]any{"path": filepath.Join(ws, "config/.env")}},
 		{"name": "fs_write_file", "arguments": map[string]any{"path": filepath.Join(ws, "new.txt"), "content": "x"}},
 		{"name": "fs_read_text_file", "arguments": map[string]any{"path": "/etc/hostname"}},
+		// Tool errors: the built-in's and the upstream's.
+		{"name": "read_file", "arguments": map[string]any{"path": "missing.txt"}},
+		{"name": "fs_read_text_file", "arguments": map[string]any{"path": filepath.Join(ws, "missing.txt")}},
 	}
 	callsJSON, _ := json.Marshal(calls)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -115,7 +118,7 @@ spec:
 
 	hook := "AutonomyPolicy/default/readonly-fs"
 	r := got.Results
-	if len(r) != 4 {
+	if len(r) != 6 {
 		t.Fatalf("results: %+v", r)
 	}
 	// The upstream's structuredContent, which no text content of its
@@ -132,6 +135,18 @@ spec:
 		}
 		if !r[i].IsError || r[i].Text != want || d == nil || d.Rule != rule || d.Hook != hook || d.Reason == "" {
 			t.Errorf("%s %v: isError=%v text=%q denial=%+v, want rule %s", calls[i]["name"], calls[i]["arguments"], r[i].IsError, r[i].Text, d, rule)
+		}
+	}
+	if !r[4].IsError || r[4].Text != "Error: read_file: missing.txt does not exist" {
+		t.Errorf("read_file of a missing file: isError=%v text=%q", r[4].IsError, r[4].Text)
+	}
+	if !r[5].IsError || !strings.Contains(r[5].Text, "ENOENT") || r[5].Meta.Denial != nil {
+		t.Errorf("fs_read_text_file of a missing file: isError=%v text=%q", r[5].IsError, r[5].Text)
+	}
+	recs := e.audit.Records()
+	for i, tool := range []string{"read_file", "fs_read_text_file"} {
+		if rec := recs[len(recs)-2+i]; rec.Tool != tool || rec.Outcome != hooks.StatusFailed {
+			t.Errorf("audit of %s of a missing file: %+v", tool, rec)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(ws, "new.txt")); !os.IsNotExist(err) {
