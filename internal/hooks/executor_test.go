@@ -219,6 +219,17 @@ func TestExecute(t *testing.T) {
 			wantLog:   "disk full",
 		},
 		{
+			name: "a call refused unread for its size is denied before any hook runs, and audited",
+			entries: func(tr *trace) []hooks.Entry {
+				return []hooks.Entry{{Hook: traced(tr, "a", allows)}}
+			},
+			call: &hooks.Call{Tool: "echo", Args: map[string]any{}, ArgsErr: fmt.Errorf("%w: over 10 bytes", hooks.ErrTooLarge)},
+			want: hooks.Result{Status: hooks.StatusDenied, Output: "Tool execution denied by hook: arguments",
+				Denial: &hooks.Decision{Hook: hooks.ArgumentsHookName, Rule: hooks.RuleTooLarge,
+					Reason: "The call was refused unread: request too large: over 10 bytes", Action: hooks.ActionDeny}},
+			wantTrace: []string{"after:a:denied"},
+		},
+		{
 			name: "a ToolError fails the call with the tool's own text",
 			entries: func(tr *trace) []hooks.Entry {
 				return []hooks.Entry{{Hook: traced(tr, "a", allows)}}
