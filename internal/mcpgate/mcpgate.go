@@ -302,8 +302,12 @@ func withStructuredText(content []mcp.Content, structured any) []mcp.Content {
 		return content
 	}
 	for _, c := range content {
+		tc, ok := c.(*mcp.TextContent)
+		if !ok || !strings.HasPrefix(strings.TrimLeft(tc.Text, " \t\r\n"), "{") { // structuredContent is an object
+			continue
+		}
 		var got any
-		if tc, ok := c.(*mcp.TextContent); ok && json.Unmarshal([]byte(tc.Text), &got) == nil && reflect.DeepEqual(got, want) {
+		if json.Unmarshal([]byte(tc.Text), &got) == nil && reflect.DeepEqual(got, want) {
 			return content
 		}
 	}

@@ -307,6 +307,11 @@ func TestHTTPUpstream(t *testing.T) {
 	if ts := texts(res); len(ts) != 2 || ts[1] != `{"echoed":"hi"}` {
 		t.Fatalf("upstream echo's texts: %q", ts)
 	}
+	// A text content that holds the structured content already: nothing is added.
+	if ts := texts(call(t, cs, "up_json", `{}`)); len(ts) != 1 || ts[0] != `{ "n": 1, "s": "x" }` {
+		t.Fatalf("up_json's texts: %q", ts)
+	}
+	res = call(t, cs, "up_echo", `{"text":"hi"}`)
 	if rec := lastRecord(t, e.audit); rec.Tool != "up_echo" || rec.Outcome != hooks.StatusSucceeded || rec.SenderID != "alice" {
 		t.Fatalf("audit: %+v", rec)
 	}
