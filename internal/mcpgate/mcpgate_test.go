@@ -311,7 +311,7 @@ func TestHTTPUpstream(t *testing.T) {
 	if ts := texts(call(t, cs, "up_json", `{}`)); len(ts) != 1 || ts[0] != `{ "n": 1, "s": "x" }` {
 		t.Fatalf("up_json's texts: %q", ts)
 	}
-	res = call(t, cs, "up_echo", `{"text":"hi"}`)
+	call(t, cs, "up_echo", `{"text":"hi"}`)
 	if rec := lastRecord(t, e.audit); rec.Tool != "up_echo" || rec.Outcome != hooks.StatusSucceeded || rec.SenderID != "alice" {
 		t.Fatalf("audit: %+v", rec)
 	}
