@@ -2,6 +2,7 @@ package mcpgate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -125,6 +126,28 @@ func (p *resource) document(r *http.Request) *oauthex.ProtectedResourceMetadata 
 // the document is public).
 func (p *resource) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth.ProtectedResourceMetadataHandler(p.document(r)).ServeHTTP(w, r)
+}
+
+// RegistrationPath is where OAuth clients that find no authorization server
+// in the metadata try dynamic client registration (RFC 7591) at the
+// endpoint's own origin. The gateway registers no clients and issues no
+// tokens; it answers there with an error that says how to connect.
+const RegistrationPath = "/register"
+
+// refuseRegistration answers a dynamic client registration (RFC 7591 §3.2.2).
+func refuseRegistration(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusBadRequest)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]string{
+		"error": "invalid_client_metadata",
+		"error_description": "this toolhooks gateway registers no OAuth clients and issues no tokens: send a token " +
+			"obtained out of band (a Kubernetes ServiceAccount token for the gateway's audience, a token of its OIDC " +
+			"issuer or a static token) as \"Authorization: Bearer <token>\"; a client sent here after a 401 to a " +
+			"request with a token had that token refused as an invalid token (the 401's WWW-Authenticate says why)",
+	})
 }
 
 // authMiddleware authenticates every request with callers, the gateway's

@@ -2,6 +2,7 @@ package mcpgate_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -117,6 +118,17 @@ func TestRefusalsCarryABearerChallenge(t *testing.T) {
 		if len(md.AuthorizationServers) != 0 || len(md.BearerMethodsSupported) != 1 || md.BearerMethodsSupported[0] != "header" {
 			t.Errorf("%s: metadata %+v, want no authorization servers (tokens come out of band) and bearer in the header", path, md)
 		}
+	}
+	// With no authorization server named, OAuth clients try to register at
+	// the endpoint's origin: the answer says how to connect instead.
+	status, _, body := send(t, http.MethodPost, e.base+mcpgate.RegistrationPath, `{"redirect_uris":["http://localhost:1/cb"]}`, nil)
+	var reg struct {
+		Error            string `json:"error"`
+		ErrorDescription string `json:"error_description"`
+	}
+	if err := json.Unmarshal([]byte(body), &reg); status != http.StatusBadRequest || err != nil || reg.Error != "invalid_client_metadata" ||
+		!strings.Contains(reg.ErrorDescription, "invalid token") || !strings.Contains(reg.ErrorDescription, `"Authorization: Bearer <token>"`) {
+		t.Errorf("client registration: %d %s", status, body)
 	}
 }
 

@@ -189,13 +189,14 @@ func NewHandler(opts Options) (*Handler, error) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.http.ServeHTTP(w, r) }
 
 // Mount serves h at Path, its protected resource metadata at
-// MetadataPath and MetadataRootPath (without authentication), and
-// everything else with gw.
+// MetadataPath and MetadataRootPath (without authentication), a refusal of
+// OAuth client registration at RegistrationPath, and everything else with gw.
 func Mount(gw http.Handler, h *Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)
 	mux.Handle(MetadataPath, h.resource)
 	mux.Handle(MetadataRootPath, h.resource)
+	mux.HandleFunc(RegistrationPath, refuseRegistration)
 	mux.Handle("/", gw)
 	return mux
 }
