@@ -1,12 +1,11 @@
 package mcpgate
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // CodeOriginRefused is the JSON-RPC error code of a request refused (HTTP
@@ -99,11 +98,13 @@ func (o *origins) middleware(next http.Handler) http.Handler {
 	})
 }
 
-// refuseOrigin answers 403 with a JSON-RPC error naming the origin.
+// refuseOrigin answers 403 with a JSON-RPC error naming the origin (id
+// null: the request is not read).
 func refuseOrigin(w http.ResponseWriter, origin string) {
 	msg := fmt.Sprintf("origin %q is not allowed: only requests without Origin, from the gateway's own origin "+
 		"or from one of its allowed origins are accepted", origin)
-	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: CodeOriginRefused, Message: msg}})
+	out, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": CodeOriginRefused, "message": msg}})
 	if err != nil {
 		http.Error(w, msg, http.StatusForbidden)
 		return

@@ -49,6 +49,7 @@ func TestForeignOriginsAreRefused(t *testing.T) {
 			} `json:"error"`
 		}
 		if status != http.StatusForbidden || json.Unmarshal([]byte(body), &msg) != nil || msg.Error.Code != mcpgate.CodeOriginRefused ||
+			!strings.Contains(body, `"id":null`) ||
 			!strings.Contains(msg.Error.Message, "not allowed") {
 			t.Errorf("Origin %q: %d %s, want 403 with a JSON-RPC error", foreign, status, body)
 		}
