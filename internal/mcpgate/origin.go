@@ -103,8 +103,15 @@ func (o *origins) middleware(next http.Handler) http.Handler {
 func refuseOrigin(w http.ResponseWriter, origin string) {
 	msg := fmt.Sprintf("origin %q is not allowed: only requests without Origin, from the gateway's own origin "+
 		"or from one of its allowed origins are accepted", origin)
-	out, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
-		"error": map[string]any{"code": CodeOriginRefused, "message": msg}})
+	type rpcError struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	out, err := json.Marshal(struct {
+		Version string    `json:"jsonrpc"`
+		ID      *int      `json:"id"` // always null
+		Error   *rpcError `json:"error"`
+	}{Version: "2.0", Error: &rpcError{Code: CodeOriginRefused, Message: msg}})
 	if err != nil {
 		http.Error(w, msg, http.StatusForbidden)
 		return
