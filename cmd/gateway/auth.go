@@ -55,6 +55,15 @@ func (a *authFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.oidc.CAFile, "auth-oidc-ca-file", "", "PEM certificates to verify the OIDC issuer's TLS certificate against")
 }
 
+// issuers are the OIDC issuers whose tokens callers may present (none
+// without --auth-oidc-issuer-url).
+func (a *authFlags) issuers() []string {
+	if a.oidc.IssuerURL == "" {
+		return nil
+	}
+	return []string{a.oidc.IssuerURL}
+}
+
 // build returns the callers' authenticator: static tokens, OIDC and, in
 // cluster mode (reviews set), ServiceAccount tokens by TokenReview, tried in
 // that order, with verified tokens cached. With none of them and no

@@ -303,7 +303,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	handler, err := f.mcp.handler(srv, ups, log)
+	handler, err := f.mcp.handler(srv, ups, f.auth.issuers(), log)
 	if err != nil {
 		return err
 	}

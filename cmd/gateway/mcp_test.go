@@ -245,7 +245,7 @@ func clusterGateway(t *testing.T, cs kubernetes.Interface, ttl time.Duration, lo
 	}
 	t.Cleanup(srv.Close)
 	m := mcpFlags{enabled: true, deniedTools: "mark"}
-	h, err := m.handler(srv, nil, logger)
+	h, err := m.handler(srv, nil, a.issuers(), logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -120,3 +120,37 @@ func Bearer(header string) (string, error) {
 func unrecognized(why string) error {
 	return fmt.Errorf("%w: %w: %s", ErrUnauthenticated, ErrUnrecognized, why)
 }
+
+// Realm is the protection space of the bearer tokens of every gateway API.
+const Realm = "toolhooks"
+
+// Challenge is the WWW-Authenticate value of a 401 answering r (RFC 6750
+// §3): a Bearer challenge in Realm, naming resourceMetadata (RFC 9728 §5.1)
+// when it is not empty and, when r carried credentials at all (an invalid
+// token or another scheme), error="invalid_token" with err as the
+// description. A request without credentials gets no error code.
+func Challenge(r *http.Request, err error, resourceMetadata string) string {
+	var b strings.Builder
+	b.WriteString(`Bearer realm="` + Realm + `"`)
+	if resourceMetadata != "" {
+		b.WriteString(`, resource_metadata="` + quotable(resourceMetadata) + `"`)
+	}
+	if r.Header.Get("Authorization") != "" {
+		b.WriteString(`, error="invalid_token"`)
+		if err != nil {
+			b.WriteString(`, error_description="` + quotable(err.Error()) + `"`)
+		}
+	}
+	return b.String()
+}
+
+// quotable returns s with what may not stand in a quoted challenge
+// parameter (RFC 6750 §3: printable ASCII but '"' and '\') replaced by '?'.
+func quotable(s string) string {
+	return strings.Map(func(c rune) rune {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return '?'
+		}
+		return c
+	}, s)
+}

@@ -134,7 +134,7 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request) (*hooks.Identi
 		if errors.Is(err, authn.ErrForbidden) {
 			status = http.StatusForbidden
 		} else {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="toolhooks-gateway"`)
+			w.Header().Set("WWW-Authenticate", authn.Challenge(r, err, ""))
 		}
 		s.metrics.unauthenticated.Inc()
 		writeError(w, status, err.Error())
@@ -234,7 +234,7 @@ func (s *Server) handlePutConfig(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, ErrForbidden) {
 			s.reject(w, r, http.StatusForbidden, RejectForbidden, identity, err)
 		} else {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="toolhooks-gateway"`)
+			w.Header().Set("WWW-Authenticate", authn.Challenge(r, err, ""))
 			s.reject(w, r, http.StatusUnauthorized, RejectUnauthenticated, identity, err)
 		}
 		return

@@ -80,6 +80,8 @@ type envOptions struct {
 	// Session limits and idle timeout (mcpgate.Options; 0: the defaults).
 	maxSessions, maxSessionsPerCaller int
 	sessionIdle                       time.Duration
+	// tweak changes the endpoint's options before it is built.
+	tweak func(*mcpgate.Options)
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -137,6 +139,9 @@ func newEnvIn(t *testing.T, ws string, o envOptions) *env {
 	e.srv = srv
 	mo := mcpgate.Options{Gateway: srv, Upstreams: ups, DeniedTools: o.denied, Logger: discard(),
 		MaxSessions: o.maxSessions, MaxSessionsPerCaller: o.maxSessionsPerCaller, SessionIdleTimeout: o.sessionIdle}
+	if o.tweak != nil {
+		o.tweak(&mo)
+	}
 	h, err := mcpgate.NewHandler(mo)
 	if err != nil {
 		t.Fatal(err)

@@ -100,17 +100,32 @@ type Options struct {
 	// MaxSessions if less); one more is refused with HTTP 429. It must not
 	// exceed MaxSessions.
 	MaxSessionsPerCaller int
+	// ResourceURL is the endpoint's URL as clients reach it (e.g.
+	// https://gateway.example/mcp): the resource of its OAuth protected
+	// resource metadata and its own origin. Empty: each request's Host,
+	// with https when it came over TLS.
+	ResourceURL string
+	// AuthorizationServers are the issuers of the OIDC tokens the callers'
+	// authenticator accepts, named in the protected resource metadata;
+	// empty when callers get their tokens out of band (ServiceAccount or
+	// static tokens).
+	AuthorizationServers []string
+	// AllowedOrigins are the web origins (scheme://host[:port]) besides the
+	// endpoint's own whose requests are accepted, with CORS; a request
+	// with any other Origin is refused with 403.
+	AllowedOrigins []string
 	// Logger logs the endpoint's events; nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // Handler is the MCP endpoint.
 type Handler struct {
-	gw      *gateway.Server
-	server  *mcp.Server
-	http    http.Handler
-	listing listing
-	hide    bool
+	gw       *gateway.Server
+	resource *resource
+	server   *mcp.Server
+	http     http.Handler
+	listing  listing
+	hide     bool
 	// typed are the tools with an output schema: clients validate a
 	// structuredContent against it even in error results, so their denials
 	// carry the structured denial in _meta only.
@@ -138,6 +153,14 @@ func NewHandler(opts Options) (*Handler, error) {
 	if err := checkSessionLimits(&opts); err != nil {
 		return nil, err
 	}
+	res, err := newResource(opts.ResourceURL, opts.AuthorizationServers)
+	if err != nil {
+		return nil, err
+	}
+	origins, err := newOrigins(res, opts.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -149,7 +172,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.Upstreams != nil {
 		descs = append(descs, opts.Upstreams.Descriptors()...)
 	}
-	h := &Handler{gw: opts.Gateway, hide: opts.DeniedTools == DeniedHide, typed: map[string]bool{}, served: map[string]bool{}}
+	h := &Handler{gw: opts.Gateway, resource: res, hide: opts.DeniedTools == DeniedHide, typed: map[string]bool{}, served: map[string]bool{}}
 	names := make([]string, len(descs))
 	for i, d := range descs {
 		names[i] = d.Name
@@ -170,17 +193,22 @@ func NewHandler(opts Options) (*Handler, error) {
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server },
 		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionIdleTimeout, JSONResponse: true})
 	strict := strictMessages(limits.middleware(streamable), opts.Gateway.MaxBodyBytes(), h.refuseTooLarge)
-	h.http = authMiddleware(opts.Gateway.Callers(), strict)
+	h.http = origins.middleware(authMiddleware(opts.Gateway.Callers(), res, strict))
 	return h, nil
 }
 
 // ServeHTTP serves MCP's streamable HTTP transport.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.http.ServeHTTP(w, r) }
 
-// Mount serves mcp at Path and everything else with gw.
-func Mount(gw, mcpHandler http.Handler) http.Handler {
+// Mount serves h at Path, its protected resource metadata at
+// MetadataPath and MetadataRootPath (without authentication), a refusal of
+// OAuth client registration at RegistrationPath, and everything else with gw.
+func Mount(gw http.Handler, h *Handler) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(Path, mcpHandler)
+	mux.Handle(Path, h)
+	mux.Handle(MetadataPath, h.resource)
+	mux.Handle(MetadataRootPath, h.resource)
+	mux.HandleFunc(RegistrationPath, refuseRegistration)
 	mux.Handle("/", gw)
 	return mux
 }

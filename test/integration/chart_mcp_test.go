@@ -75,10 +75,23 @@ func TestChartMCPValues(t *testing.T) {
 		t.Errorf("upstreamsSecret: volumes %+v, %d ConfigMaps", pod.Volumes, m.count("ConfigMap"))
 	}
 
+	m = parseManifest(t, mustTemplate(t, "toolhooks", "ns", "gateway.mcp.enabled=true",
+		"gateway.mcp.resourceURL=https://toolhooks.example/mcp",
+		"gateway.mcp.allowedOrigins[0]=https://app.example", "gateway.mcp.allowedOrigins[1]=http://localhost:6274"))
+	args = gatewayPod(m).Containers[0].Args
+	for _, want := range []string{"--mcp-resource-url=https://toolhooks.example/mcp",
+		"--mcp-allowed-origins=https://app.example,http://localhost:6274"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("gateway args %q lack %s", args, want)
+		}
+	}
+
 	for _, c := range []struct {
 		sets []string
 		want string
 	}{
+		{[]string{"gateway.mcp.enabled=true", "gateway.mcp.allowedOrigins[0]=*"}, "allowedOrigins"},
+		{[]string{"gateway.mcp.enabled=true", "gateway.mcp.resourceURL=toolhooks.example/mcp"}, "resourceURL"},
 		{[]string{"gateway.mcp.upstreams[0].name=fs"}, "need gateway.mcp.enabled=true"},
 		{[]string{"gateway.mcp.enabled=true", "gateway.mcp.upstreams[0].name=fs", "gateway.mcp.upstreamsSecret=s"}, "not both"},
 		{[]string{"gateway.mcp.enabled=true", "gateway.mcp.maxSessions=50"},
