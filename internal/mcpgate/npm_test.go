@@ -26,7 +26,8 @@ func npmDir(t *testing.T) string {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node is not installed: the third-party MCP tests need Node.js (.ci/run installs it)")
 	}
-	for _, pkg := range []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/server-filesystem"} {
+	for _, pkg := range []string{"@modelcontextprotocol/sdk", "@modelcontextprotocol/server-filesystem",
+		"@modelcontextprotocol/server-everything", "@modelcontextprotocol/inspector", "mcp-remote"} {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
 			t.Fatalf("%s is not installed in %s/node_modules: run `make mcp-npm` (npm ci from the lock file)", pkg, dir)
 		}
