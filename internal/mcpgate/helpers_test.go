@@ -292,11 +292,10 @@ func newUpstreamServer() (*mcp.Server, *atomic.Int64) {
 			calls.Add(1)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "at " + arg(req, "where")}}}, nil
 		})
-	srv.AddTool(&mcp.Tool{Name: "json", Description: "Return structured content and its JSON as text.", InputSchema: schema()},
+	srv.AddTool(&mcp.Tool{Name: "json", Description: "Return structured content and no text.", InputSchema: schema()},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			calls.Add(1)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{ "n": 1, "s": "x" }`}},
-				StructuredContent: map[string]any{"s": "x", "n": 1}}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: map[string]any{"s": "x", "n": 1}}, nil
 		})
 	srv.AddTool(&mcp.Tool{Name: "fail", Description: "Fail.", InputSchema: schema()},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -46,7 +46,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -249,7 +248,8 @@ func callerContext(call *hooks.Call, session *mcp.ServerSession, extra *mcp.Requ
 // output schema) get no structuredContent in denials. A denial's text names
 // the hook on its first line (the compatible denial text) and the policy,
 // rule and reason on the next ones, since many hosts show the model only
-// text contents; a structuredContent is repeated as JSON text.
+// text contents; a denial's structuredContent is repeated as JSON text, and
+// so is an upstream's when its result has no text.
 func toResult(res *hooks.Result, up *slot, typed bool) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{}
 	full, upErr := up.get()
@@ -267,7 +267,7 @@ func toResult(res *hooks.Result, up *slot, typed bool) *mcp.CallToolResult {
 		out.Content = []mcp.Content{&mcp.TextContent{Text: denialText(res.Output, d)}}
 		if !typed {
 			out.StructuredContent = map[string]any{"denial": d}
-			out.Content = withStructuredText(out.Content, out.StructuredContent)
+			out.Content = appendJSONText(out.Content, out.StructuredContent)
 		}
 		out.Meta = mcp.Meta{MetaDenial: d}
 	default: // failed, timed out, unknown tool
@@ -315,29 +315,27 @@ func denialText(first string, d *wire.Denial) string {
 }
 
 // withStructuredText returns content with structured's JSON appended as a
-// text content, as MCP recommends for clients that read only text, unless
-// structured is nil or a text content already holds it.
+// text content, as MCP recommends for clients that read only text, when
+// structured is set and content holds no text: a tool whose result has text
+// already said it in that text, and repeating it would double what the model
+// reads.
 func withStructuredText(content []mcp.Content, structured any) []mcp.Content {
 	if structured == nil {
 		return content
 	}
-	j, err := json.Marshal(structured)
-	if err != nil {
-		return content
-	}
-	var want any
-	if json.Unmarshal(j, &want) != nil {
-		return content
-	}
 	for _, c := range content {
-		tc, ok := c.(*mcp.TextContent)
-		if !ok || !strings.HasPrefix(strings.TrimLeft(tc.Text, " \t\r\n"), "{") { // structuredContent is an object
-			continue
-		}
-		var got any
-		if json.Unmarshal([]byte(tc.Text), &got) == nil && reflect.DeepEqual(got, want) {
+		if _, ok := c.(*mcp.TextContent); ok {
 			return content
 		}
+	}
+	return appendJSONText(content, structured)
+}
+
+// appendJSONText returns content with v's JSON appended as a text content.
+func appendJSONText(content []mcp.Content, v any) []mcp.Content {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return content
 	}
 	return append(slices.Clip(content), &mcp.TextContent{Text: string(j)})
 }
