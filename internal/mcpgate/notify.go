@@ -34,6 +34,9 @@ type listWatch struct {
 	mu      sync.Mutex
 	seen    map[*mcp.ServerSession]seenList
 	pending map[*mcp.ServerSession]bool
+	// pruneAt is the size of seen at which saw drops the sessions that
+	// ended, so that it stays bounded without configuration changes too.
+	pruneAt int
 }
 
 // seenList is what a session's last tools/list showed, and for whom.
@@ -72,25 +75,45 @@ func (lw *listWatch) saw(ss *mcp.ServerSession, caller *hooks.Call, tools []*mcp
 	}
 	lw.mu.Lock()
 	lw.seen[ss] = seenList{caller: *caller, print: fingerprint(tools)}
+	prune := len(lw.seen) >= lw.pruneAt
 	lw.mu.Unlock()
+	if prune {
+		live := lw.live()
+		lw.mu.Lock()
+		lw.forgetEnded(live)
+		lw.pruneAt = 2*len(lw.seen) + 64
+		lw.mu.Unlock()
+	}
+}
+
+// live are the sessions open.
+func (lw *listWatch) live() map[*mcp.ServerSession]bool {
+	live := map[*mcp.ServerSession]bool{}
+	for ss := range lw.h.server.Sessions() {
+		live[ss] = true
+	}
+	return live
+}
+
+// forgetEnded drops the sessions not in live; lw.mu is held.
+func (lw *listWatch) forgetEnded(live map[*mcp.ServerSession]bool) {
+	for ss := range lw.seen {
+		if !live[ss] {
+			delete(lw.seen, ss)
+			delete(lw.pending, ss)
+		}
+	}
 }
 
 // recheck marks the sessions whose tools/list answer changed and has the
 // SDK notify them.
 func (lw *listWatch) recheck() {
-	live := map[*mcp.ServerSession]bool{}
-	for ss := range lw.h.server.Sessions() {
-		live[ss] = true
-	}
+	live := lw.live()
 	tools := lw.h.descriptors()
 	lw.mu.Lock()
+	lw.forgetEnded(live)
 	marked := false
 	for ss, s := range lw.seen {
-		if !live[ss] {
-			delete(lw.seen, ss)
-			delete(lw.pending, ss)
-			continue
-		}
 		print := fingerprint(lw.h.visible(tools, &s.caller))
 		if print != s.print {
 			s.print = print
