@@ -111,6 +111,7 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	if s.opts.OnApplied != nil {
 		s.opts.OnApplied(&own)
 	}
+	s.notifyWatchers()
 	prev := ""
 	if cur.cfg != nil {
 		prev = cur.cfg.Revision

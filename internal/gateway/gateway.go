@@ -159,6 +159,9 @@ type Server struct {
 
 	applyMu sync.Mutex // serialises Apply
 	cur     atomic.Pointer[active]
+
+	watchMu  sync.Mutex
+	watchers []func()
 }
 
 // active is the configuration in force and the executor built from it.
@@ -312,8 +315,30 @@ func (s *Server) DenyEverything(ctx context.Context, reason string) error {
 	}
 	s.cur.Store(&active{exec: exec, appliedAt: time.Now(), noPolicy: reason})
 	s.metrics.setConfig(&gatewayconfig.Config{}, nil)
+	s.notifyWatchers()
 	s.log.ErrorContext(ctx, "Denying every call: no policy in force", "reason", reason)
 	return nil
+}
+
+// WatchConfig registers f to be called after every change of the
+// configuration in force (an Apply that changed it, DenyEverything), for
+// example to tell MCP clients that their tool lists may have changed. f is
+// called with the configuration already in force, while the next change
+// waits, so it must return quickly.
+func (s *Server) WatchConfig(f func()) {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	s.watchers = append(s.watchers, f)
+}
+
+// notifyWatchers calls the WatchConfig functions.
+func (s *Server) notifyWatchers() {
+	s.watchMu.Lock()
+	ws := slices.Clone(s.watchers)
+	s.watchMu.Unlock()
+	for _, f := range ws {
+		f()
+	}
 }
 
 // CountRejection counts a configuration that was refused, in

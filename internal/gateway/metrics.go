@@ -84,7 +84,7 @@ func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error)
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolhooks_tool_calls_total",
-			Help: "Tool calls and decisions by tool, outcome (allowed, denied, succeeded, failed, timed_out, " +
+			Help: "Tool calls and decisions by tool, outcome (allowed, denied, succeeded, failed, timed_out, cancelled, " +
 				"unknown_tool) and caller kind (serviceaccount, user, oidc, static, anonymous, none, unknown). " +
 				"Tools unknown to the gateway count as \"other\".",
 		}, []string{labelTool, "outcome", labelCaller}),
@@ -193,7 +193,8 @@ func (m *metrics) observe(api string, call *hooks.Call, res *hooks.Result, hookT
 	for _, w := range res.Warnings {
 		m.warnings.WithLabelValues(tool, m.hookNames.value(w.Hook)).Inc()
 	}
-	if res.Status == hooks.StatusSucceeded || res.Status == hooks.StatusFailed || res.Status == hooks.StatusTimedOut {
+	if res.Status == hooks.StatusSucceeded || res.Status == hooks.StatusFailed || res.Status == hooks.StatusTimedOut ||
+		res.Status == hooks.StatusCancelled {
 		m.toolDuration.WithLabelValues(tool).Observe(res.Duration.Seconds())
 	}
 }

@@ -190,10 +190,11 @@ func (en Entry) validate() error {
 //     call then passes the ToolGates (the audit hook's decision record); a
 //     gate's error denies it (RuleAuditFailed) and the tool does not run.
 //  3. The tool runs with the executor's timeout: TimedOutText on timeout,
-//     FailedText on an error or panic (Failed is true for both), except that
-//     a *ToolError fails the call (StatusFailed) with the error's own Text.
-//     Output that merely starts with "Error:" is a success. Duration covers
-//     the tool only.
+//     CancelledText (StatusCancelled) when the caller's context is cancelled
+//     before the tool returns a result, FailedText on an error or panic
+//     (Failed is true for all three), except that a *ToolError fails the call
+//     (StatusFailed) with the error's own Text. Output that merely starts
+//     with "Error:" is a success. Duration covers the tool only.
 //     The tool's context carries a Guard (GuardFromContext) of the hooks
 //     that implement RuntimeGuard; a tool that returns the *RuntimeDenial of
 //     a check yields a denial like the before phase's (Status denied, the
@@ -479,6 +480,12 @@ func (e *Executor) runTool(ctx context.Context, tool Tool, call *Call, res *Resu
 		res.Status = StatusSucceeded
 		res.Output = o.out
 		return
+	case errors.Is(ctx.Err(), context.Canceled):
+		// The caller gave up (an MCP notifications/cancelled, a client that
+		// went away): not the tool's own timeout, and not its failure.
+		res.Status = StatusCancelled
+		res.Output = CancelledText
+		e.log.InfoContext(ctx, "Tool call cancelled by the caller", "tool", call.Tool, "correlationId", call.CorrelationID)
 	case explained:
 		// The tool told the caller why the call failed.
 		res.Status = StatusFailed

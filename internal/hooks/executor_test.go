@@ -392,7 +392,7 @@ func TestExecuteToolTimeout(t *testing.T) {
 	}
 }
 
-func TestExecuteCancelledWhileTheToolRunsFails(t *testing.T) {
+func TestExecuteCancelledWhileTheToolRunsIsCancelled(t *testing.T) {
 	for _, timeout := range []time.Duration{0, hooks.DefaultToolTimeout} {
 		t.Run(fmt.Sprintf("with timeout %v", timeout), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -404,9 +404,31 @@ func TestExecuteCancelledWhileTheToolRunsFails(t *testing.T) {
 			}}
 			e := mustExecutor(t, nil, []hooks.Tool{tool}, hooks.WithToolTimeout(timeout), hooks.WithLogger(discardLogger()))
 			checkResult(t, e.Execute(ctx, hooks.NewCall("t", "")),
-				hooks.Result{Status: hooks.StatusFailed, Output: hooks.FailedText, Failed: true})
+				hooks.Result{Status: hooks.StatusCancelled, Output: hooks.CancelledText, Failed: true})
 		})
 	}
+}
+
+func TestExecuteCallerDeadlineIsATimeoutNotACancellation(t *testing.T) {
+	// Only the caller's cancellation is "cancelled": the caller's deadline
+	// is a timeout, and a tool that finished despite a cancellation succeeded.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	failing := hooks.ToolFunc{ToolName: "t", Func: func(ctx context.Context, _ map[string]any) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}}
+	e := mustExecutor(t, nil, []hooks.Tool{failing}, hooks.WithToolTimeout(0), hooks.WithLogger(discardLogger()))
+	checkResult(t, e.Execute(ctx, hooks.NewCall("t", "")),
+		hooks.Result{Status: hooks.StatusTimedOut, Output: hooks.TimedOutText, Failed: true})
+
+	cctx, ccancel := context.WithCancel(context.Background())
+	finishing := hooks.ToolFunc{ToolName: "t", Func: func(context.Context, map[string]any) (string, error) {
+		ccancel()
+		return "done", nil
+	}}
+	e = mustExecutor(t, nil, []hooks.Tool{finishing}, hooks.WithToolTimeout(0), hooks.WithLogger(discardLogger()))
+	checkResult(t, e.Execute(cctx, hooks.NewCall("t", "")), hooks.Result{Status: hooks.StatusSucceeded, Output: "done"})
 }
 
 func TestExecuteDurationMeasuresTheToolOnly(t *testing.T) {

@@ -18,6 +18,7 @@ const (
 	UnknownToolText = "Error: Unknown tool"
 	TimedOutText    = "Error: Tool execution timed out."
 	FailedText      = "Error: Tool execution failed."
+	CancelledText   = "Error: Tool execution cancelled by the caller."
 )
 
 // ToolError is the error of a tool call that failed in a way the caller can
@@ -113,6 +114,7 @@ const (
 	StatusSucceeded   Status = "succeeded"
 	StatusFailed      Status = "failed"
 	StatusTimedOut    Status = "timed_out"
+	StatusCancelled   Status = "cancelled" // the caller cancelled the call while the tool ran
 	StatusUnknownTool Status = "unknown_tool"
 )
 
@@ -121,8 +123,8 @@ type Result struct {
 	Status Status
 	// Output is the text returned to the caller (tool output, or one of the error and denial texts above).
 	Output string
-	// Failed is true when the tool errored (a *ToolError included) or timed
-	// out (not when it was denied or unknown).
+	// Failed is true when the tool errored (a *ToolError included), timed
+	// out or was cancelled (not when it was denied or unknown).
 	Failed bool
 	// Duration measures the tool only, not the hooks.
 	Duration time.Duration

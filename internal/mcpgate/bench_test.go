@@ -105,7 +105,7 @@ apiVersion: policy.toolhooks.dev/v1alpha1
 kind: ContractPolicy
 metadata: {name: budget}
 spec:
-  maxToolCalls: 1000000000
+  maxToolCalls: 10000000
 `)
 	if _, err := srv.Apply(context.Background(), cfg, "bench"); err != nil {
 		b.Fatal(err)

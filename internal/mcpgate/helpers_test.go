@@ -3,6 +3,7 @@ package mcpgate_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -308,6 +309,24 @@ func newUpstreamServer() (*mcp.Server, *atomic.Int64) {
 			<-ctx.Done()
 			hangsCancelled.Add(1)
 			return nil, ctx.Err()
+		})
+	srv.AddTool(&mcp.Tool{Name: "progress", Description: "Report progress three times, then answer.", InputSchema: schema()},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			token := req.Params.GetProgressToken()
+			for i := 1; i <= 3 && token != nil; i++ {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+					Progress: float64(i), Total: 3, Message: fmt.Sprintf("step %d", i)}); err != nil {
+					return nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("progress token %v", token != nil)}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "drop_echo", Description: "Stop offering echo.", InputSchema: schema()},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			srv.RemoveTools("echo")
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo dropped"}}}, nil
 		})
 	srv.AddTool(&mcp.Tool{Name: "crash", Description: "Exit the server process.", InputSchema: schema()},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -48,6 +48,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -129,8 +130,10 @@ type Handler struct {
 	// structuredContent against it even in error results, so their denials
 	// carry the structured denial in _meta only.
 	typed map[string]bool
-	// served are the tools the MCP server serves (see auditUnknownTools).
-	served map[string]bool
+	lists *listWatch
+
+	descsMu sync.Mutex
+	descs   []*mcp.Tool // the tools served, as tools/list shows them unfiltered
 }
 
 // NewHandler builds the endpoint serving the built-in tools (the gateway's
@@ -171,27 +174,37 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.Upstreams != nil {
 		descs = append(descs, opts.Upstreams.Descriptors()...)
 	}
-	h := &Handler{gw: opts.Gateway, resource: res, hide: opts.DeniedTools == DeniedHide, typed: map[string]bool{}, served: map[string]bool{}}
+	h := &Handler{gw: opts.Gateway, resource: res, hide: opts.DeniedTools == DeniedHide, typed: map[string]bool{}, descs: descs}
+	if h.lists, err = newListWatch(h, opts.Gateway.Registry()); err != nil {
+		return nil, fmt.Errorf("mcp: list metrics: %w", err)
+	}
 	names := make([]string, len(descs))
 	for i, d := range descs {
 		names[i] = d.Name
-		h.served[d.Name] = true
 		if d.OutputSchema != nil {
 			h.typed[d.Name] = true
 		}
 	}
 	h.listing = listing{gw: opts.Gateway, names: names}
 	h.server = mcp.NewServer(&mcp.Implementation{Name: "toolhooks-gateway", Version: "v1alpha1"},
-		&mcp.ServerOptions{Logger: opts.Logger, PageSize: 10000})
+		&mcp.ServerOptions{Logger: opts.Logger, PageSize: 10000, SupportedProtocolVersions: protocolVersions()})
 	for _, d := range descs {
 		h.server.AddTool(d, h.callTool)
 	}
 	h.server.AddReceivingMiddleware(h.filterList, limits.claim, h.auditUnknownTools)
-	// JSON responses rather than an SSE stream per POST: the gateway sends
-	// no notifications during a call, and it saves work on every call.
+	h.server.AddSendingMiddleware(h.lists.only)
+	opts.Gateway.WatchConfig(h.lists.recheck)
+	if opts.Upstreams != nil {
+		opts.Upstreams.watch(h.upstreamToolsChanged)
+	}
+	// JSON responses rather than an SSE stream per POST: it saves work on
+	// every call. With them the SDK sends the notifications of a call (an
+	// upstream's progress) on the session's standalone stream (GET), which
+	// the go-sdk, TypeScript and Python clients open.
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server },
 		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionIdleTimeout, JSONResponse: true})
-	strict := strictMessages(limits.middleware(streamable), opts.Gateway.MaxBodyBytes(), h.refuseTooLarge)
+	edges := newCancellations().protocolEdges(limits.middleware(streamable))
+	strict := strictMessages(edges, opts.Gateway.MaxBodyBytes(), h.refuseTooLarge)
 	h.http = origins.middleware(authMiddleware(opts.Gateway.Callers(), res, strict))
 	return h, nil
 }
@@ -215,6 +228,13 @@ func Mount(gw http.Handler, h *Handler) http.Handler {
 // callTool runs one tools/call through the gateway.
 func (h *Handler) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	call := callOf(req)
+	if token := req.Params.GetProgressToken(); token != nil {
+		notifyCtx, session := ctx, req.Session
+		ctx = withProgress(ctx, func(p *mcp.ProgressNotificationParams) {
+			p.ProgressToken = token
+			_ = session.NotifyProgress(notifyCtx, p)
+		})
+	}
 	ctx, up := withSlot(ctx)
 	res := h.gw.ExecuteMCP(ctx, call)
 	return toResult(&res, up, h.typed[call.Tool]), nil
@@ -355,23 +375,46 @@ func (h *Handler) filterList(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		caller := &hooks.Call{}
 		callerContext(caller, lreq.Session, lreq.Extra)
-		denied := h.listing.denied(caller)
 		out := *lr
-		out.Tools = make([]*mcp.Tool, 0, len(lr.Tools))
-		for _, t := range lr.Tools {
-			d, isDenied := denied[t.Name]
-			switch {
-			case !isDenied:
-				out.Tools = append(out.Tools, t)
-			case !h.hide:
-				m := *t
-				m.Description = DeniedMarker + d.Reason + " " + t.Description
-				m.Meta = mcp.Meta{}
-				maps.Copy(m.Meta, t.Meta)
-				m.Meta[MetaDenial] = d
-				out.Tools = append(out.Tools, &m)
-			}
-		}
+		out.Tools = h.visible(lr.Tools, caller)
+		h.lists.saw(lreq.Session, caller, out.Tools)
 		return &out, nil
 	}
+}
+
+// visible is tools as caller's tools/list shows them: those the policies
+// in force deny outright marked or left out.
+func (h *Handler) visible(tools []*mcp.Tool, caller *hooks.Call) []*mcp.Tool {
+	denied := h.listing.denied(caller)
+	out := make([]*mcp.Tool, 0, len(tools))
+	for _, t := range tools {
+		d, isDenied := denied[t.Name]
+		switch {
+		case !isDenied:
+			out = append(out, t)
+		case !h.hide:
+			m := *t
+			m.Description = DeniedMarker + d.Reason + " " + t.Description
+			m.Meta = mcp.Meta{}
+			maps.Copy(m.Meta, t.Meta)
+			m.Meta[MetaDenial] = d
+			out = append(out, &m)
+		}
+	}
+	return out
+}
+
+// serves reports whether the MCP server serves the tool named name now (an
+// upstream may have withdrawn one it offered at start).
+func (h *Handler) serves(name string) bool {
+	h.descsMu.Lock()
+	defer h.descsMu.Unlock()
+	return slices.ContainsFunc(h.descs, func(d *mcp.Tool) bool { return d.Name == name })
+}
+
+// descriptors are the tools served, unfiltered.
+func (h *Handler) descriptors() []*mcp.Tool {
+	h.descsMu.Lock()
+	defer h.descsMu.Unlock()
+	return slices.Clone(h.descs)
 }

@@ -724,7 +724,7 @@ func TestTypeScriptSDKCancellation(t *testing.T) {
 	if _, err := s.nextWithin(npmClientTimeout, "pong"); err != nil {
 		t.Errorf("after the cancellation: %v", err)
 	}
-	if want := hooks.Status("cancelled"); rec.Outcome != want {
+	if want := hooks.StatusCancelled; rec.Outcome != want {
 		t.Errorf("audit outcome %q, want %q", rec.Outcome, want)
 	}
 }

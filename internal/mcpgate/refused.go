@@ -21,7 +21,7 @@ import (
 func (h *Handler) auditUnknownTools(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		creq, ok := req.(*mcp.CallToolRequest)
-		if method != "tools/call" || !ok || creq.Params == nil || h.served[creq.Params.Name] {
+		if method != "tools/call" || !ok || creq.Params == nil || h.serves(creq.Params.Name) {
 			return next(ctx, method, req)
 		}
 		res := h.gw.ExecuteMCP(ctx, callOf(creq))

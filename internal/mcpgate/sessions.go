@@ -275,14 +275,7 @@ func (l *sessionLimits) refuse(w http.ResponseWriter, r *http.Request, full stri
 		}
 	}
 	raw, _ := json.Marshal(data)
-	out, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: reqID, Error: &jsonrpc.Error{Code: CodeSessionLimit, Message: msg, Data: raw}})
-	if err != nil {
-		http.Error(w, msg, status)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(out)
+	writeRPCError(w, status, reqID, &jsonrpc.Error{Code: CodeSessionLimit, Message: msg, Data: raw})
 }
 
 // statusWriter records the status of a response.

@@ -84,7 +84,7 @@ func checkMessage(d *strictjson.Decoder) error {
 		}
 		return err
 	})
-	if err != nil || method != "tools/call" || len(params) == 0 || params[0] != '{' {
+	if err != nil || method != methodCallTool || len(params) == 0 || params[0] != '{' {
 		return err
 	}
 	if err := strictjson.DecodeLooseRaw(params, func(d *strictjson.Decoder) error {

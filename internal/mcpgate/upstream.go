@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -28,10 +29,12 @@ const reconnectBackoff = time.Second
 
 // Upstreams are the connected upstream MCP servers and the tools they offer.
 type Upstreams struct {
-	list   []*upstream
-	tools  []hooks.Tool
-	descs  []*mcp.Tool
-	traits hooks.ToolTraits
+	list []*upstream
+	// onChange is told of an upstream's new tool list (see watch).
+	onChange atomic.Pointer[func(u *upstream, listed []*mcp.Tool)]
+	tools    []hooks.Tool
+	descs    []*mcp.Tool
+	traits   hooks.ToolTraits
 }
 
 // Connect connects to every configured upstream and lists its tools, each
@@ -44,7 +47,7 @@ func Connect(ctx context.Context, cfg *Config, log *slog.Logger) (*Upstreams, er
 	us := &Upstreams{traits: hooks.ToolTraits{PathArgs: map[string][]string{}}}
 	for i := range cfg.Upstreams {
 		c := cfg.Upstreams[i]
-		u := &upstream{cfg: c, log: log.With("upstream", c.Name)}
+		u := &upstream{cfg: c, log: log.With("upstream", c.Name), owner: us, progress: map[string]progressFunc{}}
 		us.list = append(us.list, u) // closed by Close even when a later one fails
 		if err := u.start(ctx); err != nil {
 			us.Close()
@@ -96,6 +99,10 @@ func (us *Upstreams) Descriptors() []*mcp.Tool { return us.descs }
 // Traits are the configured path arguments and read-only tools (gateway.Options.ToolTraits).
 func (us *Upstreams) Traits() hooks.ToolTraits { return us.traits }
 
+// watch has f told of each new tool list an upstream announces (its
+// notifications/tools/list_changed, then a re-listing).
+func (us *Upstreams) watch(f func(u *upstream, listed []*mcp.Tool)) { us.onChange.Store(&f) }
+
 // Close disconnects every upstream, stopping stdio processes.
 func (us *Upstreams) Close() {
 	for _, u := range us.list {
@@ -108,7 +115,16 @@ func (us *Upstreams) Close() {
 type upstream struct {
 	cfg    UpstreamConfig
 	log    *slog.Logger
-	listed []*mcp.Tool
+	listed []*mcp.Tool // as listed at start
+	owner  *Upstreams
+
+	progressMu   sync.Mutex
+	progress     map[string]progressFunc // by the progress token sent upstream
+	progressNext uint64
+
+	// withdrawn are the tools listed at start that the upstream no longer
+	// offers (by its own name): their calls fail without reaching it.
+	withdrawn sync.Map
 
 	transportOnce sync.Once
 	transport     *http.Transport // HTTP upstreams only
@@ -158,7 +174,12 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, error) {
 			MaxRetries: -1,
 		}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "toolhooks-gateway", Version: "v1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolhooks-gateway", Version: "v1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: u.onProgress,
+		ToolListChangedHandler: func(_ context.Context, req *mcp.ToolListChangedRequest) {
+			go u.relist(req.Session) // listing needs the session's reader, which called this
+		},
+	})
 	return client.Connect(ctx, tr, nil)
 }
 
@@ -242,9 +263,20 @@ func (u *upstream) call(ctx context.Context, remote string, args json.RawMessage
 	if err != nil {
 		return nil, err
 	}
+	if _, gone := u.withdrawn.Load(remote); gone {
+		return nil, fmt.Errorf("the upstream no longer offers the tool %q", remote)
+	}
+	params := &mcp.CallToolParams{Name: remote, Arguments: args}
+	if fwd := progressFrom(ctx); fwd != nil {
+		token := u.expectProgress(fwd)
+		defer u.endProgress(token)
+		params.SetProgressToken(token)
+	}
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, cancel) // the caller's cancellation and deadline end the call in flight
-	res, err := sess.CallTool(callCtx, &mcp.CallToolParams{Name: remote, Arguments: args})
+	// The caller's cancellation and deadline end the call in flight; the SDK
+	// then sends the upstream notifications/cancelled.
+	stop := context.AfterFunc(ctx, cancel)
+	res, err := sess.CallTool(callCtx, params)
 	if stop() {
 		// The call ended first. The caller's context ends as soon as it has
 		// the result, while go-sdk is still reading the rest of the
@@ -294,6 +326,84 @@ type scrubbedError struct {
 
 func (e *scrubbedError) Error() string { return e.text }
 func (e *scrubbedError) Unwrap() error { return e.err }
+
+// progressFunc forwards one progress notification of an upstream call to
+// the MCP client that made the call (under the client's progress token).
+type progressFunc func(*mcp.ProgressNotificationParams)
+
+type progressKey struct{}
+
+// withProgress has the upstream call made with ctx forward its progress with f.
+func withProgress(ctx context.Context, f progressFunc) context.Context {
+	return context.WithValue(ctx, progressKey{}, f)
+}
+
+func progressFrom(ctx context.Context) progressFunc {
+	f, _ := ctx.Value(progressKey{}).(progressFunc)
+	return f
+}
+
+// expectProgress returns a new progress token for an upstream call whose
+// progress f forwards.
+func (u *upstream) expectProgress(f progressFunc) string {
+	u.progressMu.Lock()
+	defer u.progressMu.Unlock()
+	u.progressNext++
+	token := fmt.Sprintf("toolhooks-%d", u.progressNext)
+	u.progress[token] = f
+	return token
+}
+
+func (u *upstream) endProgress(token string) {
+	u.progressMu.Lock()
+	delete(u.progress, token)
+	u.progressMu.Unlock()
+}
+
+// onProgress forwards an upstream's progress notification to the call it
+// belongs to; others (unknown or finished calls) are dropped.
+func (u *upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	token, _ := req.Params.ProgressToken.(string)
+	u.progressMu.Lock()
+	f := u.progress[token]
+	u.progressMu.Unlock()
+	if f != nil {
+		f(&mcp.ProgressNotificationParams{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	}
+}
+
+// relist lists the tools of an upstream that announced a change, marks the
+// tools it listed at start and no longer offers as withdrawn (their calls
+// fail without reaching it; those it offers again come back) and tells the
+// MCP endpoint (Upstreams.watch).
+func (u *upstream) relist(sess *mcp.ClientSession) {
+	timeout, _ := u.cfg.connectTimeout()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var listed []*mcp.Tool
+	for t, err := range sess.Tools(ctx, nil) {
+		if err != nil {
+			u.log.Warn("Upstream MCP server announced a tool list change; listing its tools failed", "error", err)
+			return
+		}
+		listed = append(listed, t)
+	}
+	for _, t := range u.listed {
+		if slices.ContainsFunc(listed, func(l *mcp.Tool) bool { return l.Name == t.Name }) {
+			u.withdrawn.Delete(t.Name)
+		} else {
+			u.withdrawn.Store(t.Name, true)
+		}
+	}
+	for _, l := range listed {
+		if !slices.ContainsFunc(u.listed, func(t *mcp.Tool) bool { return t.Name == l.Name }) {
+			u.log.Warn("Upstream MCP server offers a new tool; the gateway serves it after a restart", "tool", l.Name)
+		}
+	}
+	if f := u.owner.onChange.Load(); f != nil {
+		(*f)(u, listed)
+	}
+}
 
 // streamDrainGrace is how long an upstream call's HTTP request may still
 // read its response stream after the call has its result.

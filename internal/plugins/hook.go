@@ -87,7 +87,7 @@ func (h *pluginHook) After(_ context.Context, call *hooks.Call, res *hooks.Resul
 		return
 	}
 	switch res.Status {
-	case hooks.StatusSucceeded, hooks.StatusFailed, hooks.StatusTimedOut:
+	case hooks.StatusSucceeded, hooks.StatusFailed, hooks.StatusTimedOut, hooks.StatusCancelled:
 	default: // denied, unknown or not run here: plugins are told only of tool runs
 		return
 	}

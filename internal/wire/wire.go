@@ -61,7 +61,7 @@ type Denial struct {
 
 // ToolCallResponse is the answer of POST /v1/tool-calls.
 type ToolCallResponse struct {
-	// Status is succeeded, failed, denied, timed_out or unknown_tool.
+	// Status is succeeded, failed, denied, timed_out, cancelled or unknown_tool.
 	Status string `json:"status"`
 	// Result is the text for the model: the tool's output or the gateway's
 	// own text ("Tool execution denied by hook: <hook>", "Error: ...").

@@ -84,7 +84,7 @@ type Record struct {
 	SenderGroups []string
 	// Streaming is true when the agent's turn was streamed.
 	Streaming bool
-	// Outcome is allowed, denied, succeeded, failed, timed_out or unknown_tool.
+	// Outcome is allowed, denied, succeeded, failed, timed_out, cancelled or unknown_tool.
 	Outcome hooks.Status
 	// Denial is the deciding denial (hook, policy, rule, reason) when Outcome is denied.
 	Denial *hooks.Decision
