@@ -47,7 +47,7 @@ func Connect(ctx context.Context, cfg *Config, log *slog.Logger) (*Upstreams, er
 	us := &Upstreams{traits: hooks.ToolTraits{PathArgs: map[string][]string{}}}
 	for i := range cfg.Upstreams {
 		c := cfg.Upstreams[i]
-		u := &upstream{cfg: c, log: log.With("upstream", c.Name), owner: us, progress: map[string]progressFunc{}}
+		u := &upstream{cfg: c, log: log.With("upstream", c.Name), owner: us, progress: map[string]*progressSink{}, started: make(chan struct{})}
 		us.list = append(us.list, u) // closed by Close even when a later one fails
 		if err := u.start(ctx); err != nil {
 			us.Close()
@@ -116,10 +116,13 @@ type upstream struct {
 	cfg    UpstreamConfig
 	log    *slog.Logger
 	listed []*mcp.Tool // as listed at start
+	// started is closed once start has listed the tools (or failed): an
+	// upstream may announce a list change while it is being listed.
+	started chan struct{}
 	owner  *Upstreams
 
 	progressMu   sync.Mutex
-	progress     map[string]progressFunc // by the progress token sent upstream
+	progress     map[string]*progressSink // by the progress token sent upstream
 	progressNext uint64
 
 	// withdrawn are the tools listed at start that the upstream no longer
@@ -138,6 +141,7 @@ type upstream struct {
 
 // start connects and lists the tools.
 func (u *upstream) start(ctx context.Context) error {
+	defer close(u.started)
 	timeout, _ := u.cfg.connectTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -268,8 +272,8 @@ func (u *upstream) call(ctx context.Context, remote string, args json.RawMessage
 	}
 	params := &mcp.CallToolParams{Name: remote, Arguments: args}
 	if fwd := progressFrom(ctx); fwd != nil {
-		token := u.expectProgress(fwd)
-		defer u.endProgress(token)
+		token, sink := u.expectProgress(fwd)
+		defer u.endProgress(token, sink)
 		params.SetProgressToken(token)
 	}
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -343,18 +347,43 @@ func progressFrom(ctx context.Context) progressFunc {
 	return f
 }
 
+// progressSettle bounds how long an upstream call that has its result waits
+// for the progress notifications the upstream sent before that result: the
+// go-sdk client hands notifications to their handler on a queue of their
+// own while it delivers the result at once, so the last ones may come
+// after it. Forwarded after the result, a client would drop them (their
+// token ended with the call). A notification whose progress reaches its
+// total ends the wait at once.
+const progressSettle = 100 * time.Millisecond
+
+// progressSink forwards the progress of one upstream call.
+type progressSink struct {
+	forward progressFunc
+	final   chan struct{} // closed by a notification whose progress reaches its total
+	once    sync.Once
+}
+
 // expectProgress returns a new progress token for an upstream call whose
 // progress f forwards.
-func (u *upstream) expectProgress(f progressFunc) string {
+func (u *upstream) expectProgress(f progressFunc) (string, *progressSink) {
 	u.progressMu.Lock()
 	defer u.progressMu.Unlock()
 	u.progressNext++
 	token := fmt.Sprintf("toolhooks-%d", u.progressNext)
-	u.progress[token] = f
-	return token
+	sink := &progressSink{forward: f, final: make(chan struct{})}
+	u.progress[token] = sink
+	return token, sink
 }
 
-func (u *upstream) endProgress(token string) {
+// endProgress ends the forwarding of a call's progress once the
+// notifications sent before its result have been forwarded (progressSettle).
+func (u *upstream) endProgress(token string, sink *progressSink) {
+	t := time.NewTimer(progressSettle)
+	select {
+	case <-sink.final:
+	case <-t.C:
+	}
+	t.Stop()
 	u.progressMu.Lock()
 	delete(u.progress, token)
 	u.progressMu.Unlock()
@@ -365,10 +394,14 @@ func (u *upstream) endProgress(token string) {
 func (u *upstream) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	token, _ := req.Params.ProgressToken.(string)
 	u.progressMu.Lock()
-	f := u.progress[token]
+	sink := u.progress[token]
 	u.progressMu.Unlock()
-	if f != nil {
-		f(&mcp.ProgressNotificationParams{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	if sink == nil {
+		return
+	}
+	sink.forward(&mcp.ProgressNotificationParams{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	if req.Params.Total > 0 && req.Params.Progress >= req.Params.Total {
+		sink.once.Do(func() { close(sink.final) })
 	}
 }
 
@@ -380,6 +413,11 @@ func (u *upstream) relist(sess *mcp.ClientSession) {
 	timeout, _ := u.cfg.connectTimeout()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	select {
+	case <-u.started:
+	case <-ctx.Done():
+		return
+	}
 	var listed []*mcp.Tool
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
