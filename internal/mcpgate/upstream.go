@@ -119,7 +119,7 @@ type upstream struct {
 	// started is closed once start has listed the tools (or failed): an
 	// upstream may announce a list change while it is being listed.
 	started chan struct{}
-	owner  *Upstreams
+	owner   *Upstreams
 
 	progressMu   sync.Mutex
 	progress     map[string]*progressSink // by the progress token sent upstream
