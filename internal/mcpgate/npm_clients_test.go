@@ -551,6 +551,39 @@ func TestMCPRemote(t *testing.T) {
 	}
 }
 
+// TestMCPRemoteWithAnInvalidToken: mcp-remote, which answers a 401 by
+// starting OAuth, ends with a message that says the token was refused (the
+// gateway's registration answer) rather than a bare registration failure,
+// and nothing of the caller's runs.
+func TestMCPRemoteWithAnInvalidToken(t *testing.T) {
+	t.Parallel()
+	dir := npmDir(t)
+	e := everythingEnv(t, dir, "")
+	ctx, cancel := context.WithTimeout(context.Background(), npmClientTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "node_modules/mcp-remote/dist/proxy.js"), e.url,
+		"--header", "Authorization: Bearer not-a-token", "--transport", "http-only")
+	cmd.Dir = dir
+	// BROWSER=true: were mcp-remote to open an authorization page, it would run
+	// true instead of a browser.
+	cmd.Env = append(os.Environ(), "MCP_REMOTE_CONFIG_DIR="+t.TempDir(), "BROWSER=true")
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err == nil {
+		_ = cs.Close()
+		t.Fatalf("mcp-remote connected with an invalid token\n%s", stderr.String())
+	}
+	out := stderr.String()
+	if !strings.Contains(out, "invalid token") || !strings.Contains(out, "registers no OAuth clients") {
+		t.Errorf("mcp-remote's output does not say the token was refused as an invalid token:\n%s", clip(out))
+	}
+	if n := len(e.audit.Records()); n != 0 {
+		t.Errorf("%d audit records of a caller whose token was refused", n)
+	}
+}
+
 // tsSession is a running session.mjs: an interactive TypeScript-SDK client.
 type tsSession struct {
 	t      *testing.T
