@@ -132,7 +132,13 @@ func (c *cancellations) protocolEdges(next http.Handler) http.Handler {
 	})
 }
 
-// validID reports whether raw, a request's id, is a string or an integer.
+// maxExactID is the largest integer id the SDK, which reads numeric ids as
+// float64, keeps apart from its neighbours (2^53-1): a larger one could be
+// answered, or cancelled, as another request.
+const maxExactID = 1<<53 - 1
+
+// validID reports whether raw, a request's id, is a string or an integer
+// within ±maxExactID.
 func validID(raw json.RawMessage) (jsonrpc.ID, bool) {
 	if len(raw) == 0 {
 		return jsonrpc.ID{}, false
@@ -150,7 +156,7 @@ func validID(raw json.RawMessage) (jsonrpc.ID, bool) {
 			return jsonrpc.ID{}, false
 		}
 		var n int64
-		if json.Unmarshal(raw, &n) != nil {
+		if json.Unmarshal(raw, &n) != nil || n > maxExactID || n < -maxExactID {
 			return jsonrpc.ID{}, false
 		}
 		v = float64(n) // how the SDK reads a numeric id

@@ -270,6 +270,8 @@ func TestProtocolEdges(t *testing.T) {
 		{"no session id, notification", "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, http.StatusBadRequest, -32600, "null"},
 		{"fractional id", sid, `{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`, http.StatusBadRequest, -32600, "null"},
 		{"exponent id", sid, `{"jsonrpc":"2.0","id":1e3,"method":"tools/list"}`, http.StatusBadRequest, -32600, "null"},
+		{"id beyond 2^53-1", sid, `{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/list"}`, http.StatusBadRequest, -32600, "null"},
+		{"id of 2^53-1", sid, `{"jsonrpc":"2.0","id":9007199254740991,"method":"tools/list"}`, http.StatusOK, 0, "9007199254740991"},
 		{"null id", sid, `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, http.StatusBadRequest, -32600, "null"},
 		{"bool id", sid, `{"jsonrpc":"2.0","id":true,"method":"tools/list"}`, http.StatusBadRequest, -32600, "null"},
 		{"batch", sid, `[{"jsonrpc":"2.0","id":3,"method":"tools/list"}]`, http.StatusBadRequest, -32600, "null"},
