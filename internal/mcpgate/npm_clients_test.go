@@ -509,6 +509,23 @@ func TestForeignOriginRefused(t *testing.T) {
 	}
 }
 
+// connectMCPRemote starts mcp-remote in front of url with token and
+// connects the Go SDK's client to its stdio; stderr collects its output.
+// BROWSER=true: were mcp-remote to open an authorization page, it would run
+// true instead of a browser.
+func connectMCPRemote(ctx context.Context, t *testing.T, dir, url, token string) (*mcp.ClientSession, *syncBuffer, error) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "node_modules/mcp-remote/dist/proxy.js"), url,
+		"--header", "Authorization: Bearer "+token, "--transport", "http-only")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MCP_REMOTE_CONFIG_DIR="+t.TempDir(), "BROWSER=true")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	return cs, stderr, err
+}
+
 // TestMCPRemote drives the gateway through mcp-remote, the stdio-to-HTTP
 // proxy desktop hosts use for remote servers, with the Go SDK's client on
 // its stdio side.
@@ -518,14 +535,7 @@ func TestMCPRemote(t *testing.T) {
 	e := everythingEnv(t, dir, "")
 	ctx, cancel := context.WithTimeout(context.Background(), npmClientTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "node_modules/mcp-remote/dist/proxy.js"), e.url,
-		"--header", "Authorization: Bearer "+aliceToken, "--transport", "http-only")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MCP_REMOTE_CONFIG_DIR="+t.TempDir())
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, stderr, err := connectMCPRemote(ctx, t, dir, e.url, aliceToken)
 	if err != nil {
 		t.Fatalf("connecting through mcp-remote: %v\n%s", err, stderr.String())
 	}
@@ -561,16 +571,7 @@ func TestMCPRemoteWithAnInvalidToken(t *testing.T) {
 	e := everythingEnv(t, dir, "")
 	ctx, cancel := context.WithTimeout(context.Background(), npmClientTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "node_modules/mcp-remote/dist/proxy.js"), e.url,
-		"--header", "Authorization: Bearer not-a-token", "--transport", "http-only")
-	cmd.Dir = dir
-	// BROWSER=true: were mcp-remote to open an authorization page, it would run
-	// true instead of a browser.
-	cmd.Env = append(os.Environ(), "MCP_REMOTE_CONFIG_DIR="+t.TempDir(), "BROWSER=true")
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, stderr, err := connectMCPRemote(ctx, t, dir, e.url, "not-a-token")
 	if err == nil {
 		_ = cs.Close()
 		t.Fatalf("mcp-remote connected with an invalid token\n%s", stderr.String())
