@@ -509,13 +509,13 @@ func TestForeignOriginRefused(t *testing.T) {
 	}
 }
 
-// connectMCPRemote starts mcp-remote in front of url with token and
+// connectMCPRemote starts mcp-remote in front of endpoint with token and
 // connects the Go SDK's client to its stdio; stderr collects its output.
 // BROWSER=true: were mcp-remote to open an authorization page, it would run
 // true instead of a browser.
-func connectMCPRemote(ctx context.Context, t *testing.T, dir, url, token string) (*mcp.ClientSession, *syncBuffer, error) {
+func connectMCPRemote(ctx context.Context, t *testing.T, dir, endpoint, token string) (*mcp.ClientSession, *syncBuffer, error) {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "node_modules/mcp-remote/dist/proxy.js"), url,
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "node_modules/mcp-remote/dist/proxy.js"), endpoint,
 		"--header", "Authorization: Bearer "+token, "--transport", "http-only")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "MCP_REMOTE_CONFIG_DIR="+t.TempDir(), "BROWSER=true")
