@@ -50,6 +50,10 @@ manifests: controller-gen ## Generate CRDs and RBAC from the API types and marke
 	@cp config/rbac/leader_election_role.yaml charts/toolhooks/files/rbac/leader-election-role.yaml
 	@cp config/rbac/metrics_auth_role.yaml charts/toolhooks/files/rbac/metrics-auth-role.yaml
 	@cp config/rbac/metrics_reader_role.yaml charts/toolhooks/files/rbac/metrics-reader-role.yaml
+	@cp config/rbac/toolcallapproval_approver_role.yaml charts/toolhooks/files/rbac/approver-role.yaml
+	@cp config/rbac/toolcallapproval_viewer_role.yaml charts/toolhooks/files/rbac/approval-viewer-role.yaml
+	@mkdir -p charts/toolhooks/files/approval
+	@cp config/approval/validating_admission_policy.yaml charts/toolhooks/files/approval/validating-admission-policy.yaml
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
@@ -96,7 +100,7 @@ test: generate manifests fmt vet helm kustomize test-deps mcp-npm ## Run all uni
 	KUBEBUILDER_ASSETS="$$assets" go test $(TEST_FLAGS) $(TEST_PKGS)
 
 .PHONY: test-deps
-test-deps: ## Install (from Debian, when missing) the programs the tests run: node, npm, bash, dash, strace.
+test-deps: ## Install (from Debian, when missing) the programs the tests run: node, npm, bash, dash, strace, redis-server.
 	@hack/test-deps.sh
 
 # The third-party MCP packages the gateway's MCP tests run (internal/mcpgate),
@@ -110,15 +114,17 @@ $(MCP_NPM_DIR)/node_modules/.package-lock.json: $(MCP_NPM_DIR)/package.json $(MC
 	cd $(MCP_NPM_DIR) && npm ci --no-audit --no-fund
 	@touch $@
 
-# Bounded fuzz runs of the shell checker in CI: the differential oracle (real
-# bash and dash under strace) and the analysis itself (no panic, both readings).
+# Bounded fuzz runs in CI: the shell checker's differential oracle (real bash
+# and dash under strace) and analysis (no panic, both readings), and the
+# result scanner (every secret redacted wherever it sits).
 FUZZ_TIME ?= 30s
 
 .PHONY: fuzz-ci
-fuzz-ci: test-deps ## Run the shell checker's fuzz targets for FUZZ_TIME each.
+fuzz-ci: test-deps ## Run the shell checker's and result scanner's fuzz targets for FUZZ_TIME each.
 	go test -run '^$$' -fuzz '^FuzzOracle$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/autonomy
 	go test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/shellcheck
 	go test -run '^$$' -fuzz '^FuzzSedReader$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/shellcheck
+	go test -run '^$$' -fuzz '^FuzzRedactsEverySecret$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/resultscan
 
 .PHONY: ci
 ci: verify lint test fuzz-ci ci-e2e ## What CI runs: generated code current, lint, all tests, then the e2e suite.
@@ -138,6 +144,10 @@ bench: ## Run benchmarks with -benchmem (BENCH=regexp BENCH_PKGS=./internal/...)
 .PHONY: bench-decisions
 bench-decisions: ## Load-test POST /v1/decisions with wrk on the built-in chain (CONNS, DURATION, THREADS, GATEWAY_ENV).
 	hack/bench-decisions.sh
+
+.PHONY: bench-state-store
+bench-state-store: ## bench-decisions with budgets and rate limits in process, then in a loopback redis-server, side by side.
+	STATE_STORE=memory,redis hack/bench-decisions.sh
 
 .PHONY: bench-mcp
 bench-mcp: ## Measure the gateway's MCP overhead, direct vs gated, in separate processes (RATES, INFLIGHT, DURATION, BENCH_LOCK).

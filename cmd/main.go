@@ -74,6 +74,7 @@ func main() {
 		pushServiceAccount   string
 		pushTokenFile        string
 		resync               time.Duration
+		approvalRetention    time.Duration
 		gwTLS                gatewayTLSFlags
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
@@ -94,6 +95,8 @@ func main() {
 			"(default: $POD_NAMESPACE/toolhooks-controller-manager).")
 	flag.StringVar(&pushTokenFile, "push-token-file", "",
 		"Read the push token from this projected token file instead of requesting one.")
+	flag.DurationVar(&approvalRetention, "approval-retention", controller.DefaultApprovalRetention,
+		"How long a ToolCallApproval is kept after it was approved, denied, expired or used; then it is deleted.")
 	flag.DurationVar(&resync, "resync", 30*time.Second,
 		"How often to re-verify each gateway's revision, re-pushing to gateways that restarted.")
 	gwTLS.register(flag.CommandLine)
@@ -147,7 +150,7 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	if err := controller.SetupAll(mgr, controller.NewStore(), gateways); err != nil {
+	if err := controller.SetupAll(mgr, controller.NewStore(), gateways, approvalRetention); err != nil {
 		setupLog.Error(err, "Failed to set up controllers")
 		os.Exit(1)
 	}

@@ -21,7 +21,15 @@
 # GATEWAY_BIN (a gateway binary to use instead of building this tree's, to
 # compare revisions with the same harness), AUTH (token, the default: callers
 # send a static bearer token; none: the gateway accepts anonymous callers, to
-# measure what authentication costs side by side).
+# measure what authentication costs side by side), STATE_STORE (memory, the
+# default: budgets and rate limits in the gateway; redis: in a redis-server
+# the script starts on REDIS_ADDR, default 127.0.0.1:18090, pinned to
+# REDIS_CPUS (default: wrk's, so that the store does not take the gateway's
+# core: in a deployment it runs elsewhere), with AOF on as in production;
+# the store's operations and errors during the run are printed, since a call
+# the store cannot count in time is denied; a comma-separated list such as
+# memory,redis runs one after the other on one gateway binary and prints
+# their results side by side).
 set -euo pipefail
 
 CONNS="${CONNS:-16}"
@@ -30,6 +38,28 @@ DURATION="${DURATION:-10s}"
 WARMUP="${WARMUP:-2s}"
 ADDR="${ADDR:-127.0.0.1:18089}"
 AUTH="${AUTH:-token}"
+STATE_STORE="${STATE_STORE:-memory}"
+REDIS_ADDR="${REDIS_ADDR:-127.0.0.1:18090}"
+if [[ "$STATE_STORE" == *,* ]]; then
+	bin_dir="$(mktemp -d)"
+	trap 'rm -rf "$bin_dir"' EXIT
+	if [[ -n "${GATEWAY_BIN:-}" ]]; then
+		cp "$GATEWAY_BIN" "$bin_dir/gateway"
+	else
+		echo "bench-decisions: building the gateway" >&2
+		(cd "$(dirname "$0")/.." && go build -o "$bin_dir/gateway" ./cmd/gateway)
+	fi
+	results=()
+	for store in ${STATE_STORE//,/ }; do
+		results+=("store=$store $(STATE_STORE="$store" GATEWAY_BIN="$bin_dir/gateway" "$0")")
+	done
+	printf '%s\n' "${results[@]}"
+	exit 0
+fi
+case "$STATE_STORE" in
+memory | redis) ;;
+*) echo "bench-decisions: STATE_STORE=$STATE_STORE: want memory, redis or a comma-separated list of them" >&2; exit 2 ;;
+esac
 case "$AUTH" in
 token) ;;
 none) ;;
@@ -39,6 +69,7 @@ pin0="" pin1=""
 if (($(nproc) >= 2)); then pin0=0 pin1=1; fi
 GATEWAY_CPUS="${GATEWAY_CPUS-$pin0}"
 WRK_CPUS="${WRK_CPUS-$pin1}"
+REDIS_CPUS="${REDIS_CPUS-$WRK_CPUS}"
 GATEWAY_ENV="${GATEWAY_ENV:-}"
 GATEWAY_BIN="${GATEWAY_BIN:-}"
 
@@ -49,8 +80,10 @@ command -v curl >/dev/null || { echo "bench-decisions: curl is not installed" >&
 
 tmp="$(mktemp -d)"
 pid=""
+redis_pid=""
 cleanup() {
 	if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	if [[ -n "$redis_pid" ]]; then kill "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -78,12 +111,29 @@ else
 	export BENCH_TOKEN="" BENCH_SENDER=system:anonymous
 fi
 
-echo "bench-decisions: starting the gateway on $ADDR (audit to /dev/null)" >&2
 launch=()
 [[ -n "$GATEWAY_CPUS" ]] && launch+=(taskset -c "$GATEWAY_CPUS")
+store_flags=()
+if [[ "$STATE_STORE" == redis ]]; then
+	command -v redis-server >/dev/null || { echo "bench-decisions: redis-server is not installed (hack/test-deps.sh installs it)" >&2; exit 2; }
+	echo "bench-decisions: starting redis-server on $REDIS_ADDR" >&2
+	mkdir -p "$tmp/redis"
+	redis_launch=()
+	[[ -n "$REDIS_CPUS" ]] && redis_launch+=(taskset -c "$REDIS_CPUS")
+	"${redis_launch[@]}" redis-server --bind "${REDIS_ADDR%:*}" --port "${REDIS_ADDR##*:}" --dir "$tmp/redis" --save '' \
+		--appendonly yes --appendfsync everysec --maxmemory-policy noeviction --daemonize no >"$tmp/redis.log" 2>&1 &
+	redis_pid=$!
+	for _ in $(seq 100); do
+		[[ "$(redis-cli -h "${REDIS_ADDR%:*}" -p "${REDIS_ADDR##*:}" ping 2>/dev/null)" == PONG ]] && break
+		sleep 0.1
+	done
+	store_flags=(--state-store-redis-address "$REDIS_ADDR")
+fi
+
+echo "bench-decisions: starting the gateway on $ADDR (audit to /dev/null; state store: $STATE_STORE)" >&2
 # shellcheck disable=SC2086 # GATEWAY_ENV is a list of NAME=value words
 env $GATEWAY_ENV "${launch[@]}" "$tmp/gateway" --workspace "$ws" --policies "$tmp/policies" --namespace default \
-	"${auth_flags[@]}" --listen "$ADDR" >/dev/null 2>"$tmp/gateway.log" &
+	"${auth_flags[@]}" "${store_flags[@]}" --listen "$ADDR" >/dev/null 2>"$tmp/gateway.log" &
 pid=$!
 for _ in $(seq 100); do
 	curl -fsS "http://$ADDR/readyz" >/dev/null 2>&1 && break
@@ -118,4 +168,11 @@ echo "bench-decisions: warming up for $WARMUP" >&2
 "${wrk[@]}" -t "$THREADS" -c "$CONNS" -d "$WARMUP" -s "$here/bench/decisions.lua" "http://$ADDR" >/dev/null
 echo "bench-decisions: ${wrk[*]} -t $THREADS -c $CONNS -d $DURATION --latency (gateway CPUs: ${GATEWAY_CPUS:-any}; load average: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 "${wrk[@]}" -t "$THREADS" -c "$CONNS" -d "$DURATION" --latency -s "$here/bench/decisions.lua" "http://$ADDR" | tee "$tmp/wrk.out" >&2
-echo "$(grep '^RESULT' "$tmp/wrk.out") gateway_max_rss_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")"
+store=""
+if [[ "$STATE_STORE" == redis ]]; then
+	m="$(curl -fsS "http://$ADDR/metrics")"
+	store=" store_reserves=$(awk '/^toolhooks_state_store_duration_seconds_count\{op="reserve"\}/ {print $2}' <<<"$m")"
+	store+=" store_releases=$(awk '/^toolhooks_state_store_duration_seconds_count\{op="release"\}/ {print $2}' <<<"$m")"
+	store+=" store_errors=$(awk '/^toolhooks_state_store_errors_total\{op="(reserve|release)"\}/ {n += $2} END {print n+0}' <<<"$m")"
+fi
+echo "$(grep '^RESULT' "$tmp/wrk.out") gateway_max_rss_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")$store"

@@ -15,12 +15,13 @@
 # net.ipv4.ip_forward=1 (the CNI bridge gateway needs it). `down` removes all of that and restores
 # ip_forward; it is idempotent and also cleans up after a failed `up`.
 #
-# Usage: hack/local-cluster.sh up|down|status|check|kubeconfig|import TAR
+# Usage: hack/local-cluster.sh up|down|status|check|kubeconfig|node-ip|import TAR
 #   up          start the cluster (builds binaries once) and wait for the node to be Ready
 #   down        stop everything and remove what `up` made
 #   status      show the processes and the node
 #   check       tell whether this machine can run the cluster (root, cgroups, packages)
 #   kubeconfig  print the admin kubeconfig path
+#   node-ip     print the node IP: an address of this machine the pods reach
 #   import TAR  import an image archive into the node's containerd (k8s.io namespace)
 set -euo pipefail
 
@@ -585,6 +586,7 @@ case "${1:-}" in
   status) status ;;
   check) check ;;
   kubeconfig) echo "${KUBECONFIG_ADMIN}" ;;
+  node-ip) echo "${NODE_IP}" ;;
   import)
     [[ -f "${2:-}" ]] || die "usage: $0 import IMAGE.tar"
     alive containerd || die "containerd is not running; run '$0 up' first"

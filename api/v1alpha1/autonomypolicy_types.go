@@ -159,6 +159,10 @@ type AutonomyPolicySpec struct {
 	// tools allows and denies tools by name.
 	// +optional
 	Tools *ToolRules `json:"tools,omitempty"`
+	// ask names the calls that need a person's approval (a ToolCallApproval)
+	// before they run: by tool, path or shell command.
+	// +optional
+	Ask *AskRules `json:"ask,omitempty"`
 	// enforcementAction is Deny (default) or Warn (dry-run: record, do not block).
 	// +optional
 	// +kubebuilder:default=Deny

@@ -66,8 +66,12 @@ type RateLimit struct {
 	PerSenderPerMinute int32 `json:"perSenderPerMinute"`
 }
 
+// StateFailurePolicy is what a contract does with a call its state store cannot count.
+// +kubebuilder:validation:Enum=Fail;Ignore
+type StateFailurePolicy string
+
 // ContractPolicySpec is a per-session contract: a budget, scoped capabilities and rate limits.
-// +kubebuilder:validation:XValidation:rule="(has(self.maxToolCalls) && self.maxToolCalls > 0) || (has(self.scopedCapabilities) && size(self.scopedCapabilities) > 0) || (has(self.allowedPaths) && size(self.allowedPaths) > 0) || (has(self.rateLimits) && size(self.rateLimits) > 0) || has(self.maxToolCallsPerSender)",message="a contract needs at least one of maxToolCalls, maxToolCallsPerSender, scopedCapabilities, allowedPaths or rateLimits"
+// +kubebuilder:validation:XValidation:rule="(has(self.maxToolCalls) && self.maxToolCalls > 0) || (has(self.scopedCapabilities) && size(self.scopedCapabilities) > 0) || (has(self.allowedPaths) && size(self.allowedPaths) > 0) || (has(self.rateLimits) && size(self.rateLimits) > 0) || has(self.maxToolCallsPerSender) || has(self.ask)",message="a contract needs at least one of maxToolCalls, maxToolCallsPerSender, scopedCapabilities, allowedPaths, rateLimits or ask"
 type ContractPolicySpec struct {
 	// subjects selects the calls (by session, channel, sender and verified caller) this
 	// contract binds; empty binds every call.
@@ -102,6 +106,17 @@ type ContractPolicySpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	RateLimits []RateLimit `json:"rateLimits,omitempty"`
+	// ask names tools whose calls, once this contract allows and counts them,
+	// need a person's approval (a ToolCallApproval) before they run.
+	// +optional
+	Ask *ContractAsk `json:"ask,omitempty"`
+	// stateFailurePolicy says what a call gets when the gateway's shared state store
+	// (Redis) cannot count it against this contract's budgets and rate limits in
+	// time: Fail (default) denies it (rule stateStore), Ignore allows it uncounted.
+	// Gateways that count in process never fail this way.
+	// +optional
+	// +kubebuilder:default=Fail
+	StateFailurePolicy StateFailurePolicy `json:"stateFailurePolicy,omitempty"`
 	// enforcementAction is Deny (default) or Warn (dry-run: record, do not block).
 	// +optional
 	// +kubebuilder:default=Deny

@@ -62,13 +62,18 @@ func progress(out *printer, start time.Time, format string, a ...any) {
 }
 
 // runCluster is the cluster demo: envtest's kube-apiserver and etcd, the
-// controller manager and two gateway processes in cluster mode; the samples
+// controller manager, a redis-server and two gateway processes in cluster
+// mode counting budgets and rate limits in that Redis; the samples
 // are applied with kubectl and pushed by the controller; the script is
 // played; kubectl describe shows the denials. Everything is stopped and
 // removed on return, including after Ctrl-C.
 func runCluster(ctx context.Context, out *printer, o options) error { //nolint:gocyclo // one ordered story
 	start := time.Now()
-	d, cleanup, err := setup(out, "cluster mode: envtest control plane, controller and gateway processes",
+	// Before anything starts: without redis-server the demo cannot run.
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return errNoRedis
+	}
+	d, cleanup, err := setup(out, "cluster mode: envtest control plane, controller, redis-server and gateway processes",
 		map[string]string{flagGateway: o.gateway, "manager": o.manager})
 	defer cleanup()
 	if err != nil {
@@ -125,6 +130,18 @@ func runCluster(ctx context.Context, out *printer, o options) error { //nolint:g
 			p.Stop()
 		}
 	}()
+	redisPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	progress(out, start, "Starting redis-server on 127.0.0.1:%d (the gateways' shared state store: "+
+		"budgets and rate limits exact across both)...", redisPort)
+	redis, err := startRedis(ctx, redisPort, redisDir(d))
+	if err != nil {
+		return err
+	}
+	procs = append(procs, redis.process) // stopped after the gateways
+	progress(out, start, "redis-server: pid %d on %s (no snapshots, append-only file, noeviction)", redis.cmd.Process.Pid, redis.addr)
 	gateways := map[string]*gatewayProcess{}
 	for _, cg := range clusterGateways {
 		pod, err := createGatewayPod(ctx, c, "gateway-"+cg.name, cg.ip, cg.labels)
@@ -134,7 +151,8 @@ func runCluster(ctx context.Context, out *printer, o options) error { //nolint:g
 		g, err := startGateway(ctx, "gateway "+cg.name, o.gateway, "--listen", net.JoinHostPort(cg.ip, strconv.Itoa(port)),
 			"--workspace", d.workspace, "--kubeconfig", kubeconfig, "--controller-identity", controllerIdentity,
 			"--pod-name", pod.Name, "--pod-namespace", pod.Namespace, "--pod-uid", string(pod.UID),
-			"--auth-tokens-file", d.tokens, "--plugin-token-file", pluginToken)
+			"--auth-tokens-file", d.tokens, "--plugin-token-file", pluginToken,
+			"--state-store-redis-address", redis.addr)
 		if err != nil {
 			return err
 		}
@@ -163,10 +181,16 @@ func runCluster(ctx context.Context, out *printer, o options) error { //nolint:g
 	if err := waitEnforced(ctx, c, mgr, 90*time.Second); err != nil {
 		return err
 	}
-	for _, g := range gateways {
+	for _, cg := range clusterGateways {
+		g := gateways[cg.name]
 		if err := g.waitReady(ctx, 30*time.Second); err != nil {
 			return err
 		}
+		store, err := g.stateStore(ctx)
+		if err != nil {
+			return err
+		}
+		progress(out, start, "Gateway pod gateway-%s state store: %s", cg.name, store)
 	}
 	listed, err := kubectl("get", "toolhooks", "-n", demoNamespace)
 	if err != nil {
@@ -200,8 +224,16 @@ func runCluster(ctx context.Context, out *printer, o options) error { //nolint:g
 		return fmt.Errorf("%w\n%s", err, events)
 	}
 	out.printf("%s", indent(events))
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return err
+	}
+	out.printf("\n")
+	if err := approvalScene(ctx, out, start, c, cs, kubectl, gateways[gwCoding].addr); err != nil {
+		return err
+	}
 	hold(ctx, out, o, gateways[gwCoding].addr)
-	progress(out, start, "Stopping the gateways, the controller and the control plane; removing %s", d.root)
+	progress(out, start, "Stopping the gateways, the controller, redis-server and the control plane; removing %s", d.root)
 	return nil
 }
 

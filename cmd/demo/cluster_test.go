@@ -2,6 +2,8 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,7 +42,8 @@ func assertAPIServerGone(t *testing.T, text string) {
 }
 
 // TestClusterDemoPushesTheSamplesAndShowsTheDenials runs the cluster demo
-// with --hold: envtest's API server, the controller and gateway processes;
+// with --hold: envtest's API server, the controller, a redis-server and
+// gateway processes counting in it;
 // the same session decides the same way through the pushed configuration,
 // the denials show in kubectl describe and as Events of every policy. Then
 // Ctrl-C: everything is stopped and removed. (One control plane for both,
@@ -92,12 +95,50 @@ func TestClusterDemoPushesTheSamplesAndShowsTheDenials(t *testing.T) {
 			t.Errorf("the ToolCallDenied Events lack %q:\n%s", s, events)
 		}
 	}
+	// Both gateways count in the demo's redis-server, which answers them.
+	m = regexp.MustCompile(`redis-server: pid \d+ on (127\.0\.0\.1:\d+)`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("the demo does not say where redis-server listens:\n%s", text)
+	}
+	redisAddr := m[1]
+	for _, gw := range []string{"gateway-coding", "gateway-auditor"} {
+		want := "Gateway pod " + gw + " state store: redis redis://" + redisAddr + "/0: ready"
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
 	if err := r.interrupt(); err != nil {
 		t.Fatalf("demo after Ctrl-C: %v\n%s\nstderr:\n%s", err, r.text.String(), r.stderr.String())
 	}
-	assertCleanedUp(t, r.text.String(), 3)
+	// The controller, redis-server and both gateways are gone.
+	assertCleanedUp(t, r.text.String(), 4)
+	if c, err := net.DialTimeout("tcp", redisAddr, 2*time.Second); err == nil {
+		_ = c.Close()
+		t.Errorf("redis-server still listens on %s after the demo exited", redisAddr)
+	}
 	assertAPIServerGone(t, r.text.String())
 	if strings.Contains(r.stderr.String(), "log.SetLogger(...) was never called") {
 		t.Errorf("controller-runtime complains on stderr:\n%s", r.stderr.String())
+	}
+}
+
+// TestClusterDemoWithoutRedisSaysWhatToInstall runs the cluster demo where
+// no redis-server is on PATH: it fails before starting anything, saying to
+// run hack/test-deps.sh.
+func TestClusterDemoWithoutRedisSaysWhatToInstall(t *testing.T) {
+	cmd := clusterDemo(t)
+	cmd.Env = append(cmd.Env, "PATH="+t.TempDir()) // the last PATH wins
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("demo without redis-server: %v, want exit status 1\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "redis-server") || !strings.Contains(stderr.String(), "run hack/test-deps.sh") {
+		t.Errorf("stderr %q does not say to run hack/test-deps.sh for redis-server", stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("the demo started something without redis-server:\n%s", stdout.String())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -205,6 +206,27 @@ func (g *gatewayProcess) waitReady(ctx context.Context, timeout time.Duration) e
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// stateStore returns where the gateway counts budgets and rate limits, as
+// its /readyz says.
+func (g *gatewayProcess) stateStore(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.addr+"/readyz", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var r struct {
+		StateStore string `json:"stateStore"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&r); err != nil {
+		return "", fmt.Errorf("%s /readyz: %w", g.name, err)
+	}
+	return r.StateStore, nil
 }
 
 // auditRecords returns how many calls' audit records (JSON lines on stdout

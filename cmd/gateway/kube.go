@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,7 @@ type kubeFlags struct {
 	podUID             string
 	eventsQPS          float64
 	eventsBurst        int
+	approvalWait       time.Duration
 	// tokenReviews is set by setup, for the callers' authenticator.
 	tokenReviews authnclient.TokenReviewInterface
 }
@@ -48,11 +50,14 @@ func (k *kubeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&k.podUID, "pod-uid", os.Getenv("POD_UID"), "this gateway's pod UID")
 	fs.Float64Var(&k.eventsQPS, "events-qps", 5, "the most denial Events per second this gateway sends (beyond the burst)")
 	fs.IntVar(&k.eventsBurst, "events-burst", 50, "how many denial Events may be sent at once")
+	fs.DurationVar(&k.approvalWait, "approval-wait", gatewayk8s.DefaultApprovalWait,
+		"how long /v1/tool-calls and MCP tools/call wait for a person to decide a call that needs approval")
 }
 
 func (k *kubeFlags) enabled() bool { return k.inCluster || k.kubeconfig != "" }
 
-// setup sets the TokenReview authenticator and the Events sink on opts.
+// setup sets the TokenReview authenticator, the Events sink and the
+// ToolCallApprovals approver (in the pod's namespace) on opts.
 func (k *kubeFlags) setup(ctx context.Context, opts *gateway.Options, log *slog.Logger) (stop func(), err error) {
 	var cfg *rest.Config
 	if k.kubeconfig != "" {
@@ -92,6 +97,21 @@ func (k *kubeFlags) setup(ctx context.Context, opts *gateway.Options, log *slog.
 			Help: "Denials not recorded as Kubernetes Events because the events rate limit was reached.",
 		}, func() float64 { return float64(events.Dropped()) }))
 	}
-	log.Info("Cluster mode", "controllerIdentity", identity, "audience", k.audience, "pod", k.podNamespace+"/"+k.podName)
-	return events.Stop, nil
+	stop = events.Stop
+	if k.podNamespace == "" {
+		log.Warn("No approvals without --pod-namespace: calls that need a person's approval are denied")
+	} else {
+		approvals, err := gatewayk8s.NewApprovals(ctx, cfg, gatewayk8s.ApprovalsOptions{
+			Namespace: k.podNamespace, Pod: k.podName, Wait: k.approvalWait, Events: events, Registry: opts.Registry, Logger: log,
+		})
+		if err != nil {
+			events.Stop()
+			return nil, err
+		}
+		opts.Approver = approvals
+		stop = func() { approvals.Stop(); events.Stop() }
+	}
+	log.Info("Cluster mode", "controllerIdentity", identity, "audience", k.audience, "pod", k.podNamespace+"/"+k.podName,
+		"approvalWait", k.approvalWait)
+	return stop, nil
 }

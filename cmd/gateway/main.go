@@ -72,6 +72,7 @@ type flags struct {
 	auth            authFlags
 	tls             tlsFlags
 	budgets         contract.BudgetConfig
+	stateStore      stateStoreFlags
 	// pluginMaxTimeouts: calls in a row a stdio plugin may let time out.
 	pluginMaxTimeouts int
 	// pluginTokenFile: the token presented to HTTP plugins ("": none).
@@ -122,6 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.DurationVar(&f.idleTimeout, "http-idle-timeout", 30*time.Second, "close keep-alive connections idle this long")
 	f.auth.register(fs)
 	f.tls.register(fs)
+	f.stateStore.register(fs)
 	fs.DurationVar(&f.budgets.SessionTTL, "budget-session-ttl", contract.DefaultSessionTTL,
 		"forget a session's call count after it has made no call this long")
 	fs.IntVar(&f.budgets.MaxSessions, "budget-max-sessions", contract.DefaultMaxSessions,
@@ -146,11 +148,10 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		return f, fmt.Errorf("--budget-max-sessions-per-caller %d is more than --budget-max-sessions %d",
 			f.budgets.MaxSessionsPerSender, f.budgets.MaxSessions)
 	}
-	if err := f.mcp.check(); err != nil {
-		return f, err
-	}
-	if err := f.tls.check(f.listen); err != nil {
-		return f, err
+	for _, check := range []func() error{f.mcp.check, func() error { return f.tls.check(f.listen) }, f.stateStore.check} {
+		if err := check(); err != nil {
+			return f, err
+		}
 	}
 	if f.maxConns < 0 || f.maxConnsPerIP < 0 {
 		return f, errors.New("--max-connections and --max-connections-per-ip must not be negative (0: no limit)")
@@ -271,6 +272,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Registry:     reg,
 		Logger:       log,
 	}
+	closeStore, err := f.stateStore.apply(&opts, f.budgets.SessionTTL, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore() // after the HTTP server has shut down
 	if f.staticTokenFile != "" {
 		tok, err := gateway.LoadStaticToken(f.staticTokenFile)
 		if err != nil {

@@ -44,6 +44,19 @@ func TestParseFlags(t *testing.T) {
 		{"no MCP sessions per caller", []string{"--workspace", ws, "--mcp-max-sessions-per-caller", "-1"}, "must be positive"},
 		{"a caller's MCP sessions over the total", []string{"--workspace", ws, "--mcp-max-sessions", "50"},
 			"--mcp-max-sessions-per-caller 100 is more than --mcp-max-sessions 50"},
+		{"a Redis password file without an address", []string{"--workspace", ws, "--state-store-redis-password-file", "/p"},
+			"--state-store-redis-password-file needs --state-store-redis-address"},
+		{"Redis TLS without an address", []string{"--workspace", ws, "--state-store-redis-tls"}, "--state-store-redis-tls needs --state-store-redis-address"},
+		{"a Redis URL for an address", []string{"--workspace", ws, "--state-store-redis-address", "redis://r:6379"}, `want host:port`},
+		{"a Redis address without a port", []string{"--workspace", ws, "--state-store-redis-address", "redis"}, `want host:port`},
+		{"a negative Redis database", []string{"--workspace", ws, "--state-store-redis-address", "r:6379", "--state-store-redis-db", "-1"},
+			"--state-store-redis-db -1: must not be negative"},
+		{"no state store timeout", []string{"--workspace", ws, "--state-store-redis-address", "r:6379", "--state-store-timeout", "0s"},
+			"--state-store-timeout 0s: must be positive"},
+		{"an empty key prefix", []string{"--workspace", ws, "--state-store-redis-address", "r:6379", "--state-store-key-prefix", ""},
+			"--state-store-key-prefix must not be empty"},
+		{"a Redis CA without TLS", []string{"--workspace", ws, "--state-store-redis-address", "r:6379", "--state-store-redis-ca-file", "/ca"},
+			"need --state-store-redis-tls"},
 		{"a negative MCP idle timeout", []string{"--workspace", ws, "--mcp-session-idle-timeout", "-1s"}, "must not be negative (0: never)"},
 	}
 	for _, tc := range cases {
@@ -223,8 +236,10 @@ func startGateway(t *testing.T, bin string, args ...string) *gatewayProcess {
 	return startGatewayOut(t, nil, bin, args...)
 }
 
-// startGatewayOut is startGateway with the process's stdout on out (nil: a buffer).
-func startGatewayOut(t *testing.T, out *os.File, bin string, args ...string) *gatewayProcess {
+// startGatewayUnready starts the binary with its stdout on out (nil: a
+// buffer) and learns its address from its log, without waiting until it is
+// ready.
+func startGatewayUnready(t *testing.T, out *os.File, bin string, args ...string) *gatewayProcess {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	var stdout bytes.Buffer
@@ -277,8 +292,14 @@ func startGatewayOut(t *testing.T, out *os.File, bin string, args ...string) *ga
 	if addr == "" {
 		t.Fatalf("the gateway did not log its address:\n%s", logs.String())
 	}
+	return &gatewayProcess{cmd: cmd, base: "http://" + addr, tlsAddr: tlsAddr, stdout: &stdout, wait: wait}
+}
 
-	base := "http://" + addr
+// startGatewayOut is startGateway with the process's stdout on out (nil: a buffer).
+func startGatewayOut(t *testing.T, out *os.File, bin string, args ...string) *gatewayProcess {
+	t.Helper()
+	g := startGatewayUnready(t, out, bin, args...)
+	base := g.base
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get(base + "/readyz")
@@ -294,7 +315,7 @@ func startGatewayOut(t *testing.T, out *os.File, bin string, args ...string) *ga
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	return &gatewayProcess{cmd: cmd, base: base, tlsAddr: tlsAddr, stdout: &stdout, wait: wait}
+	return g
 }
 
 // buildGateway builds this command into a temporary directory and returns

@@ -53,8 +53,10 @@ by it, and ContractPolicy allowed paths under such a root move under it. Pass
 
 PluginHooks are not called offline: their failurePolicy decides the calls they handle.
 
--o json prints {"allowed":bool,"hook":...,"policy":{"kind","namespace","name"},"rule":...,"reason":...};
-"allowed" is always present, the others only on a denial ("policy" only when a policy object denied).
+-o json prints {"allowed":bool,"ask":bool,"hook":...,"policy":{"kind","namespace","name"},"rule":...,"reason":...};
+"allowed" is always present, the others only on a denial or an ask ("policy" only when a policy
+object decided). "ask" means a policy asks a person to approve the call: a gateway would create a
+ToolCallApproval and run the call only once it is approved.
 The call is made as the verified caller --as (a username) with the groups --as-group
 (repeatable), as kubectl's impersonation flags; policies' subjects.callers match it.
 Without --as (or the older --sender) it is made as the anonymous caller, which no
@@ -64,7 +66,7 @@ Warn-mode would-be denials are printed on stderr, and so are policy warnings: sh
 allow-list entries that let an agent run arbitrary programs (python *, make *, bash *,
 npm run *, ...). --strict turns those warnings into errors (exit 2).
 
-Exit codes: 0 allowed, 1 denied, 2 bad input.`,
+Exit codes: 0 allowed, 1 denied, 2 bad input, 3 ask (needs approval).`,
 		Example: `  kubectl toolhooks check -f config/samples --tool read_file --args '{"path":"config/.env"}'
   kubectl toolhooks check -f policies/ --tool shell --args '{"command":"git status"}' -o json
   kubectl toolhooks check -f policies/ --tool write_file --args '{"path":"a"}' \
@@ -153,6 +155,9 @@ func (f *checkFlags) run(cmd *cobra.Command) error {
 	if err := printDecision(cmd.OutOrStdout(), f.output, d); err != nil {
 		return &exitError{code: exitBadInput, err: fmt.Errorf("writing the decision: %w", err)}
 	}
+	if d.Ask {
+		return &exitError{code: exitAsk}
+	}
 	if !d.Allowed {
 		return &exitError{code: exitDenied}
 	}
@@ -189,6 +194,10 @@ func printDecision(w io.Writer, format string, d cli.Decision) error {
 	if p := d.Policy; p != nil {
 		policy = p.Kind + " " + p.Namespace + "/" + p.Name
 	}
-	_, err := fmt.Fprintf(w, "denied\n  hook:   %s\n  policy: %s\n  rule:   %s\n  reason: %s\n", d.Hook, policy, d.Rule, d.Reason)
+	outcome := "denied"
+	if d.Ask {
+		outcome = "ask (a person must approve it)"
+	}
+	_, err := fmt.Fprintf(w, "%s\n  hook:   %s\n  policy: %s\n  rule:   %s\n  reason: %s\n", outcome, d.Hook, policy, d.Rule, d.Reason)
 	return err
 }

@@ -26,6 +26,12 @@ POST /v1/decisions about the tool call and answer in Claude Code's hook protocol
   exit 2   denied: the reason (hook, policy, rule, reason) is on stderr, which Claude
            Code shows to the model; also every error (bad input, unknown event)
 
+A call that a policy asks a person to approve (the gateway created a ToolCallApproval
+and nobody has decided it) is answered with Claude Code's own "ask" permission decision
+on stdout, naming the approval: the person at the terminal is prompted. With --ask=deny
+it is denied instead until someone approves the ToolCallApproval in the cluster, so only
+a cluster approver can admit it. Once it is approved, the same call is allowed once.
+
 Tools map as: Bash -> shell {command, cwd}, Read -> read_file, Write -> write_file,
 Edit/MultiEdit/NotebookEdit -> edit_file, Glob -> glob, Grep -> grep, LS -> list_dir,
 WebFetch -> web_fetch, WebSearch -> web_search, mcp__<server>__<tool> -> <server>_<tool>;
@@ -49,7 +55,7 @@ PostToolUse events are checked and exit 0: the gateway audits each call when it 
 			if o.Token == "" {
 				o.Token = os.Getenv(envGatewayToken)
 			}
-			code := claudehook.Run(cmd.Context(), cmd.InOrStdin(), cmd.ErrOrStderr(), o)
+			code := claudehook.Run(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 			if code != claudehook.ExitAllow {
 				return &exitError{code: code}
 			}
@@ -63,6 +69,8 @@ PostToolUse events are checked and exit 0: the gateway audits each call when it 
 		"sender id of the calls; the gateway refuses one that is not the token's identity "+
 			"(default: none, the gateway uses the token's identity)")
 	fl.StringVar(&o.OnError, "on-error", claudehook.OnErrorDeny, "when the gateway cannot decide: deny or allow")
+	fl.StringVar(&o.Ask, "ask", claudehook.AskPrompt,
+		"a call waiting for approval: prompt (Claude Code asks the person at the terminal) or deny (only a cluster approver admits it)")
 	fl.DurationVar(&o.Timeout, "timeout", claudehook.DefaultTimeout, "timeout of one decision request")
 	fl.StringSliceVar(&o.GatewayMCPServers, "gateway-mcp-server", nil,
 		"Claude Code MCP server names that are this gateway's /mcp endpoint: their calls are gated there, not asked twice")

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/toolhooks/toolhooks/internal/cli"
 )
@@ -21,11 +20,10 @@ import (
 const outputTable = "table"
 
 type denialsFlags struct {
-	kubeconfig string
-	overrides  clientcmd.ConfigOverrides
-	since      time.Duration
-	limit      int
-	output     string
+	kube   kubeFlags
+	since  time.Duration
+	limit  int
+	output string
 }
 
 func newDenialsCmd() *cobra.Command {
@@ -57,8 +55,7 @@ Exit codes: 0 listed (also when there are none), 2 bad input or an API error.`,
 	fl.DurationVar(&f.since, "since", 0, "only denials seen within this duration (e.g. 1h; default all)")
 	fl.IntVar(&f.limit, "limit", 50, "at most this many rows, most recent first (0: all)")
 	fl.StringVarP(&f.output, "output", "o", outputTable, "output format: table or json")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "path to the kubeconfig file")
-	clientcmd.BindOverrideFlags(&f.overrides, fl, clientcmd.RecommendedConfigOverrideFlags(""))
+	f.kube.bind(fl)
 	return cmd
 }
 
@@ -90,18 +87,11 @@ func (f *denialsFlags) run(cmd *cobra.Command, args []string) error {
 		}
 		q.Kind = &k
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &f.overrides)
-	ns, _, err := cc.Namespace()
+	ns, cfg, err := f.kube.load()
 	if err != nil {
-		return badInput(fmt.Errorf("kubeconfig: %w", err))
+		return badInput(err)
 	}
 	q.Namespace = ns
-	cfg, err := cc.ClientConfig()
-	if err != nil {
-		return badInput(fmt.Errorf("kubeconfig: %w", err))
-	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return badInput(err)

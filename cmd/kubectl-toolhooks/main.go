@@ -2,9 +2,10 @@
 // tool calls against policy files offline, through the same compile path and
 // executor as the gateway (check), and runs PolicyTest suites (test), so
 // platform teams can test their policies in CI without a cluster. It also
-// lists the denials gateways recorded as Events on policies (denials) and
-// gates Claude Code's tool calls through a gateway (claude-hook, whose exit
-// codes follow Claude Code's hook protocol: 0 allowed, 2 denied).
+// lists the denials gateways recorded as Events on policies (denials),
+// lists and decides ToolCallApprovals (approvals, approve, deny) and gates
+// Claude Code's tool calls through a gateway (claude-hook, whose exit codes
+// follow Claude Code's hook protocol: 0 allowed, 2 denied).
 //
 // Exit codes: 0 allowed / all cases passed, 1 denied / a case failed,
 // 2 bad input (unreadable or invalid files, policies that do not compile,
@@ -12,6 +13,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +29,8 @@ const (
 	exitOK       = 0
 	exitDenied   = 1
 	exitBadInput = 2
+	// exitAsk: a policy asks a person to approve the call.
+	exitAsk = 3
 )
 
 func main() {
@@ -55,10 +59,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // runIO is run with stdin (read by claude-hook).
 func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runContext(context.Background(), args, stdin, stdout, stderr)
+}
+
+// runContext is runIO until ctx ends (what ends approvals --watch in tests).
+func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRootCmd(stdout, stderr)
 	root.SetIn(stdin)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -76,10 +85,11 @@ func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-toolhooks",
-		Short: "Check and test toolhooks policies, list their denials, gate Claude Code",
+		Short: "Check and test toolhooks policies, list their denials, decide approvals, gate Claude Code",
 		Long: "kubectl-toolhooks evaluates tool calls against AutonomyPolicy, ContractPolicy and PluginHook files\n" +
 			"through the same compile path and executor as the toolhooks gateway, without a cluster (check, test),\n" +
-			"lists the denials gateways recorded as Events (denials) and gates Claude Code's tool calls (claude-hook).\n\n" +
+			"lists the denials gateways recorded as Events (denials), lists and decides ToolCallApprovals\n" +
+			"(approvals, approve, deny) and gates Claude Code's tool calls (claude-hook).\n\n" +
 			"Exit codes: 0 allowed (or every case passed), 1 denied (or a case failed), 2 bad input.",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl toolhooks"},
 		SilenceUsage:  true,
@@ -88,7 +98,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newCheckCmd(), newTestCmd(), newVersionCmd(), newClaudeHookCmd(), newDenialsCmd())
+	root.AddCommand(newCheckCmd(), newTestCmd(), newVersionCmd(), newClaudeHookCmd(), newDenialsCmd(),
+		newApproveCmd(), newDenyCmd(), newApprovalsCmd())
 	return root
 }
 

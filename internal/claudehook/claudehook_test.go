@@ -88,15 +88,15 @@ func payload(t *testing.T, name, ws string) string {
 }
 
 type outcome struct {
-	code   int
-	stderr string
+	code           int
+	stdout, stderr string
 }
 
 func runHook(t *testing.T, stdin string, o claudehook.Options) outcome {
 	t.Helper()
-	var stderr bytes.Buffer
-	code := claudehook.Run(t.Context(), strings.NewReader(stdin), &stderr, o)
-	return outcome{code: code, stderr: stderr.String()}
+	var stdout, stderr bytes.Buffer
+	code := claudehook.Run(t.Context(), strings.NewReader(stdin), &stdout, &stderr, o)
+	return outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
 }
 
 // devToken is the test gateway's caller "dev"'s bearer token.
@@ -455,7 +455,7 @@ func BenchmarkRunPreToolUse(b *testing.B) {
 			o := claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken}
 			b.ReportAllocs()
 			for b.Loop() {
-				claudehook.Run(b.Context(), strings.NewReader(in), io.Discard, o)
+				claudehook.Run(b.Context(), strings.NewReader(in), io.Discard, io.Discard, o)
 			}
 		})
 	}

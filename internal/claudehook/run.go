@@ -34,6 +34,17 @@ const (
 	OnErrorAllow = "allow"
 )
 
+// Ask values: how a call that a policy asks a person to approve is answered
+// while nobody has approved it in the cluster.
+const (
+	// AskPrompt answers Claude Code's own "ask" permission decision: the
+	// person at the terminal is prompted, with the ToolCallApproval named.
+	AskPrompt = "prompt"
+	// AskDeny denies the call until its ToolCallApproval is approved, so
+	// that only a cluster approver can admit it.
+	AskDeny = "deny"
+)
+
 // DefaultTimeout bounds one decision request.
 const DefaultTimeout = 10 * time.Second
 
@@ -51,6 +62,8 @@ type Options struct {
 	Sender string
 	// OnError is OnErrorDeny (the default when empty) or OnErrorAllow.
 	OnError string
+	// Ask is AskPrompt (the default when empty) or AskDeny.
+	Ask string
 	// Timeout bounds the decision request (default DefaultTimeout).
 	Timeout time.Duration
 	// HTTPClient sends the request (default: a client with no redirects followed).
@@ -76,6 +89,11 @@ func (o *Options) Validate() error {
 	default:
 		return fmt.Errorf("--on-error %q (want deny or allow)", o.OnError)
 	}
+	switch o.Ask {
+	case "", AskPrompt, AskDeny:
+	default:
+		return fmt.Errorf("--ask %q (want prompt or deny)", o.Ask)
+	}
 	return nil
 }
 
@@ -83,9 +101,11 @@ func (o *Options) Validate() error {
 // Denials, bad input and bad options are explained on stderr and exit
 // ExitDeny; a gateway that cannot be reached or answers with an error does
 // too, unless OnError is OnErrorAllow, which exits ExitAllow after saying
-// so on stderr. Nothing is written to stdout: Claude Code reads stdout as
-// JSON output on exit 0, and the adapter has no decision to add there.
-func Run(ctx context.Context, stdin io.Reader, stderr io.Writer, o Options) int {
+// so on stderr. A call a policy asks a person to approve, and that nobody
+// has approved yet, is answered on stdout with Claude Code's "ask"
+// permission decision and exit ExitAllow (or denied, with Ask AskDeny);
+// nothing else is written to stdout.
+func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, o Options) int {
 	if err := o.Validate(); err != nil {
 		return deny(stderr, "toolhooks claude-hook: %v; denying", err)
 	}
@@ -124,6 +144,9 @@ func Run(ctx context.Context, stdin io.Reader, stderr io.Writer, o Options) int 
 	if d.Allowed {
 		return ExitAllow
 	}
+	if d.Decision == wire.DecisionAsk {
+		return ask(stdout, stderr, o, d)
+	}
 	if d.Denial == nil {
 		return deny(stderr, "Tool execution denied by the toolhooks gateway (no reason given)")
 	}
@@ -149,6 +172,41 @@ func DenialText(d *wire.Denial) string {
 		text += ": " + d.Reason
 	}
 	return text
+}
+
+// AskText is the reason shown when a policy asks a person to approve a
+// call: the asking rule and the ToolCallApproval to approve.
+func AskText(d *wire.DecisionResponse) string {
+	text := "toolhooks: a policy asks a person to approve this call"
+	if d.Ask != nil {
+		text = strings.Replace(DenialText(d.Ask), "Tool execution denied by hook:", "toolhooks: approval required by hook", 1)
+	}
+	if a := d.Approval; a != nil && a.Name != "" {
+		text += "; ToolCallApproval " + a.Name + " waits for a decision (kubectl toolhooks approve " + a.Name +
+			"), then retry the same call"
+	}
+	return text
+}
+
+// ask answers a call that waits for approval: Claude Code's own "ask"
+// permission decision on stdout, or a denial when o.Ask is AskDeny.
+func ask(stdout, stderr io.Writer, o Options, d *wire.DecisionResponse) int {
+	reason := AskText(d)
+	if o.Ask == AskDeny {
+		return deny(stderr, "%s", reason)
+	}
+	out, err := json.Marshal(map[string]any{"hookSpecificOutput": map[string]string{
+		"hookEventName":            EventPreToolUse,
+		"permissionDecision":       "ask",
+		"permissionDecisionReason": reason,
+	}})
+	if err == nil {
+		_, err = fmt.Fprintf(stdout, "%s\n", out)
+	}
+	if err != nil {
+		return deny(stderr, "toolhooks claude-hook: writing the ask answer: %v; denying", err)
+	}
+	return ExitAllow
 }
 
 func deny(stderr io.Writer, format string, a ...any) int {

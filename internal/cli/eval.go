@@ -75,11 +75,15 @@ func (c Call) CallerOf() (*hooks.Identity, error) {
 // is always present; hook, rule and reason only on a denial, and policy only
 // when the denying hook was compiled from a policy object.
 type Decision struct {
-	Allowed bool            `json:"allowed"`
-	Hook    string          `json:"hook,omitempty"`
-	Policy  *wire.PolicyRef `json:"policy,omitempty"`
-	Rule    string          `json:"rule,omitempty"`
-	Reason  string          `json:"reason,omitempty"`
+	Allowed bool `json:"allowed"`
+	// Ask is true when a policy would ask a person to approve the call (a
+	// gateway then creates a ToolCallApproval); hook, policy, rule and
+	// reason name the rule that asks.
+	Ask    bool            `json:"ask,omitempty"`
+	Hook   string          `json:"hook,omitempty"`
+	Policy *wire.PolicyRef `json:"policy,omitempty"`
+	Rule   string          `json:"rule,omitempty"`
+	Reason string          `json:"reason,omitempty"`
 	// Warnings are the would-be denials of policies in Warn mode.
 	Warnings []hooks.Decision `json:"-"`
 }
@@ -147,7 +151,8 @@ func NewEvaluator(l *Loaded, o Options) (*Evaluator, error) {
 	if err != nil {
 		return nil, BadInput("building the hook list: %w", err)
 	}
-	e.exec, err = hooks.NewExecutor(entries, nil, hooks.WithLogger(slog.New(slog.DiscardHandler)))
+	e.exec, err = hooks.NewExecutor(entries, nil, hooks.WithLogger(slog.New(slog.DiscardHandler)),
+		hooks.WithApprover(offlineApprover{}))
 	if err != nil {
 		return nil, fmt.Errorf("building the executor: %w", err)
 	}
@@ -180,13 +185,25 @@ func (e *Evaluator) Evaluate(ctx context.Context, c Call) (Decision, error) {
 	call.SessionID, call.ChannelID, call.SenderID, call.Caller = c.Session, c.Channel, id.Username, id
 	res := e.exec.Evaluate(ctx, call)
 	d := Decision{Allowed: res.Status == hooks.StatusAllowed, Warnings: res.Warnings}
-	if den := res.Denial; den != nil && !d.Allowed {
+	den := res.Denial
+	if res.Status == hooks.StatusAsk {
+		d.Ask, den = true, res.Ask
+	}
+	if den != nil && !d.Allowed {
 		d.Hook, d.Rule, d.Reason = den.Hook, den.Rule, den.Reason
 		if den.Policy.Kind != "" {
 			d.Policy = &wire.PolicyRef{Kind: den.Policy.Kind, Namespace: den.Policy.Namespace, Name: den.Policy.Name}
 		}
 	}
 	return d, nil
+}
+
+// offlineApprover answers every request for approval as undecided: offline
+// evaluation reports that a call would be asked about and asks nobody.
+type offlineApprover struct{}
+
+func (offlineApprover) RequestApproval(context.Context, hooks.ApprovalRequest) (hooks.Approval, error) {
+	return hooks.Approval{State: hooks.ApprovalPending}, nil
 }
 
 // workspaceDir returns dir as an absolute path to an existing directory.

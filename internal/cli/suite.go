@@ -85,6 +85,9 @@ type Case struct {
 type Expect struct {
 	// allowed is required.
 	Allowed *bool `json:"allowed"`
+	// ask expects a policy to ask a person to approve the call (with
+	// allowed: false); rule, policy and hook then name the rule that asks.
+	Ask bool `json:"ask,omitempty"`
 	// rule is the denying rule (e.g. forbiddenPathGlobs).
 	Rule string `json:"rule,omitempty"`
 	// policy is the name of the denying policy object.
@@ -241,8 +244,9 @@ func (s *Suite) validate() error {
 		if e.Allowed == nil {
 			return fmt.Errorf("%s: expect.allowed is required", where)
 		}
-		if *e.Allowed && (e.Rule != "" || e.Policy != "" || e.Hook != "") {
-			return fmt.Errorf("%s: expect.rule, expect.policy and expect.hook describe a denial; they need allowed: false", where)
+		if *e.Allowed && (e.Rule != "" || e.Policy != "" || e.Hook != "" || e.Ask) {
+			return fmt.Errorf("%s: expect.ask, expect.rule, expect.policy and expect.hook describe a denial or an ask; "+
+				"they need allowed: false", where)
 		}
 	}
 	return nil
@@ -308,7 +312,8 @@ func (e Expect) mismatch(d Decision) string {
 	if d.Policy != nil {
 		policy = d.Policy.Name
 	}
-	if !d.Allowed && (e.Rule == "" || e.Rule == d.Rule) && (e.Policy == "" || e.Policy == policy) && (e.Hook == "" || e.Hook == d.Hook) {
+	if !d.Allowed && e.Ask == d.Ask && (e.Rule == "" || e.Rule == d.Rule) && (e.Policy == "" || e.Policy == policy) &&
+		(e.Hook == "" || e.Hook == d.Hook) {
 		return ""
 	}
 	return "want " + want + ", got " + describe(d)
@@ -321,6 +326,10 @@ func (e Expect) String() string {
 	}
 	var b strings.Builder
 	b.WriteString("denied")
+	if e.Ask {
+		b.Reset()
+		b.WriteString("asked for approval")
+	}
 	if e.Rule != "" {
 		b.WriteString(" by " + e.Rule)
 	}
@@ -338,6 +347,9 @@ func (e Expect) String() string {
 func describe(d Decision) string {
 	if d.Allowed {
 		return "allowed"
+	}
+	if d.Ask {
+		return fmt.Sprintf("asked for approval by %s (hook %s): %s", d.Rule, d.Hook, d.Reason)
 	}
 	return fmt.Sprintf("denied by %s (hook %s): %s", d.Rule, d.Hook, d.Reason)
 }

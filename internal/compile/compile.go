@@ -205,6 +205,12 @@ func Autonomy(ref hooks.PolicyRef, s *policyv1alpha1.AutonomyPolicySpec) (gatewa
 			a.ShellDialects = append(a.ShellDialects, string(d))
 		}
 	}
+	if k := s.Ask; k != nil {
+		a.Ask = &autonomy.AskConfig{Tools: k.Tools, PathGlobs: k.PathGlobs, Commands: k.Commands}
+		if k.Expiry != nil {
+			a.Ask.ExpirySeconds = int64(k.Expiry.Seconds())
+		}
+	}
 	if t := s.Tools; t != nil {
 		a.ToolAllow, a.ToolDeny, a.ReadOnlyTools = t.Allow, t.Deny, t.ReadOnly
 		if len(t.PathArguments) > 0 {
@@ -237,7 +243,14 @@ func subjects(ref hooks.PolicyRef, s *policyv1alpha1.Subjects) hooks.Subjects {
 
 // Contract compiles a ContractPolicy spec into its hook entry.
 func Contract(ref hooks.PolicyRef, s *policyv1alpha1.ContractPolicySpec) (gatewayconfig.Hook, error) {
-	c := &contract.Spec{Contract: contract.Contract{MaxToolCalls: int(s.MaxToolCalls), AllowedPaths: s.AllowedPaths}}
+	c := &contract.Spec{Contract: contract.Contract{MaxToolCalls: int(s.MaxToolCalls), AllowedPaths: s.AllowedPaths},
+		StateFailurePolicy: contract.StateFailurePolicy(s.StateFailurePolicy)}
+	if k := s.Ask; k != nil {
+		c.Ask = &contract.Ask{Tools: k.Tools}
+		if k.Expiry != nil {
+			c.Ask.ExpirySeconds = int64(k.Expiry.Seconds())
+		}
+	}
 	if ps := s.MaxToolCallsPerSender; ps != nil {
 		c.PerSender = &contract.SenderLimit{Calls: int(ps.Calls), WindowMillis: ps.Window.Milliseconds()}
 	}

@@ -35,7 +35,9 @@ func startHarness(t testing.TB) *harness {
 	t.Helper()
 	env := testenv.Start(t)
 	store := NewStore()
-	env.StartManager(t, CacheOptions(), func(mgr ctrl.Manager) error { return SetupAll(mgr, store, GatewayReconciler{}) })
+	env.StartManager(t, CacheOptions(), func(mgr ctrl.Manager) error {
+		return SetupAll(mgr, store, GatewayReconciler{}, DefaultApprovalRetention)
+	})
 	return &harness{t: t, c: env.Client, store: store}
 }
 

@@ -274,8 +274,9 @@ func (r *PolicyStatusReconciler[T, P]) SetupWithManager(mgr ctrl.Manager, name s
 }
 
 // SetupAll registers the gateway reconciler (compile, and push when gw has a
-// Pusher) and the three status reconcilers.
-func SetupAll(mgr ctrl.Manager, store *Store, gw GatewayReconciler) error {
+// Pusher), the three status reconcilers and the ToolCallApproval lifecycle
+// reconciler, which deletes approvals approvalRetention after they were decided.
+func SetupAll(mgr ctrl.Manager, store *Store, gw GatewayReconciler, approvalRetention time.Duration) error {
 	c := mgr.GetClient()
 	rec := mgr.GetEventRecorder("toolhooks-controller")
 	gw.Client, gw.Store = c, store
@@ -309,6 +310,9 @@ func SetupAll(mgr ctrl.Manager, store *Store, gw GatewayReconciler) error {
 		},
 	}).SetupWithManager(mgr, "pluginhook"); err != nil {
 		return fmt.Errorf("setting up PluginHook status reconciler: %w", err)
+	}
+	if err := (&ApprovalReconciler{Client: c, Recorder: rec, Retention: approvalRetention}).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up ToolCallApproval reconciler: %w", err)
 	}
 	return nil
 }

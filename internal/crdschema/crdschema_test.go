@@ -14,12 +14,12 @@ import (
 	"github.com/toolhooks/toolhooks/internal/crdschema"
 )
 
-func TestKindsAreThePolicyKinds(t *testing.T) {
+func TestKindsAreTheCRDKinds(t *testing.T) {
 	kinds, err := crdschema.Kinds()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"AutonomyPolicy", "ContractPolicy", "PluginHook"}; !slices.Equal(kinds, want) {
+	if want := []string{"AutonomyPolicy", "ContractPolicy", "PluginHook", "ToolCallApproval"}; !slices.Equal(kinds, want) {
 		t.Errorf("Kinds() = %v, want %v", kinds, want)
 	}
 	for _, k := range kinds {

@@ -37,6 +37,37 @@ func denialOf(d *hooks.Decision) *wire.Denial {
 	return out
 }
 
+// approvalOf is the wire form of a call's request for approval.
+func approvalOf(a *hooks.Approval) *wire.Approval {
+	if a == nil {
+		return nil
+	}
+	return &wire.Approval{Name: a.Name, State: string(a.State), DecidedBy: a.DecidedBy, Reason: a.Reason}
+}
+
+// decisionOf is allow, deny or ask for res.
+func decisionOf(res *hooks.Result) string {
+	switch res.Status {
+	case hooks.StatusAllowed:
+		return wire.DecisionAllow
+	case hooks.StatusAsk:
+		return wire.DecisionAsk
+	}
+	return wire.DecisionDeny
+}
+
+// decisionResponse is the answer of POST /v1/decisions for res.
+func decisionResponse(res *hooks.Result) wire.DecisionResponse {
+	return wire.DecisionResponse{
+		Allowed:  res.Status == hooks.StatusAllowed,
+		Decision: decisionOf(res),
+		Denial:   denialOf(res.Denial),
+		Ask:      denialOf(res.Ask),
+		Approval: approvalOf(res.Approval),
+		Warnings: warningsOf(res.Warnings),
+	}
+}
+
 func warningsOf(ws []hooks.Decision) []wire.Denial {
 	if len(ws) == 0 {
 		return nil

@@ -94,7 +94,8 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 		exec, err = s.noPolicyExecutor(noPolicy)
 		entries = nil
 	} else {
-		exec, err = hooks.NewExecutor(entries, s.tools, hooks.WithToolTimeout(s.opts.ToolTimeout), hooks.WithLogger(s.log))
+		exec, err = hooks.NewExecutor(entries, s.tools, hooks.WithToolTimeout(s.opts.ToolTimeout), hooks.WithLogger(s.log),
+			hooks.WithApprover(s.opts.Approver))
 	}
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -90,6 +90,12 @@ type Options struct {
 	// Budgets configures the policies' per-session call budgets: the idle
 	// TTL, the table's size and each caller's share of it.
 	Budgets contract.BudgetConfig
+	// StateStore, when set, holds the contracts' counters (session budgets,
+	// per-caller windows, rate limits) instead of this process, so that
+	// every gateway sharing it counts exactly; Budgets then only sizes the
+	// in-process table of sessions awaiting settlement. While Ready fails
+	// the gateway is not ready (GET /readyz says why).
+	StateStore StateStore
 	// ToolTimeout bounds each tool run (0 means hooks.DefaultToolTimeout;
 	// negative means none).
 	ToolTimeout time.Duration
@@ -109,6 +115,10 @@ type Options struct {
 	// DenialSink is told of every denial and warn-mode would-deny, off the
 	// request path; nil tells no one.
 	DenialSink DenialSink
+	// Approver records requests for approval of the calls a hook asks a
+	// person about and their decisions; nil denies such calls (rule
+	// approvalUnavailable). Every executor the gateway builds uses it.
+	Approver hooks.Approver
 	// DenialQueueSize bounds the denials waiting for DenialSink (default
 	// DefaultDenialQueueSize); when full, further denials are dropped and counted.
 	DenialQueueSize int
@@ -204,7 +214,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Registry == nil {
 		opts.Registry = NewRegistry()
 	}
-	s := &Server{opts: opts, log: opts.Logger, tools: opts.Tools, state: contract.NewState(opts.Budgets)}
+	s := &Server{opts: opts, log: opts.Logger, tools: opts.Tools}
+	if opts.StateStore != nil {
+		s.state = contract.NewSharedState(opts.StateStore, opts.Budgets)
+	} else {
+		s.state = contract.NewState(opts.Budgets)
+	}
 	if s.opts.Sandbox == nil {
 		var err error
 		if s.opts.Sandbox, err = sandbox.New(sandbox.Config{}); err != nil {
@@ -252,7 +267,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) Close() { s.denials.close() }
 
 // Ready reports whether a configuration holding at least one policy is in
-// force and the audit sink is writing.
+// force, the audit sink is writing and the state store (if any) answers.
 func (s *Server) Ready() bool { return s.NotReadyReason() == "" }
 
 // NotReadyReason says why the gateway is not ready, or is empty when it is.
@@ -260,7 +275,40 @@ func (s *Server) NotReadyReason() string {
 	if r := s.cur.Load().noPolicy; r != "" {
 		return r
 	}
-	return s.audit.notReady()
+	if r := s.audit.notReady(); r != "" {
+		return r
+	}
+	return s.stateStoreNotReady()
+}
+
+// StateStore is a shared contract.Store that reports its health.
+type StateStore interface {
+	contract.Store
+	// Ready returns nil while the store answers, else why it does not.
+	Ready() error
+}
+
+// stateStoreNotReady says why the state store cannot count calls, or is
+// empty when it can or there is none.
+func (s *Server) stateStoreNotReady() string {
+	if s.opts.StateStore == nil {
+		return ""
+	}
+	if err := s.opts.StateStore.Ready(); err != nil {
+		return fmt.Sprintf("state store %s: %v", s.opts.StateStore.Name(), err)
+	}
+	return ""
+}
+
+// stateStoreStatus describes the state store for GET /readyz.
+func (s *Server) stateStoreStatus() string {
+	if s.opts.StateStore == nil {
+		return "in-process (exact within this gateway only)"
+	}
+	if err := s.opts.StateStore.Ready(); err != nil {
+		return s.opts.StateStore.Name() + ": unavailable: " + err.Error()
+	}
+	return s.opts.StateStore.Name() + ": ready"
 }
 
 // Status returns the configuration in force.

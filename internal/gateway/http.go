@@ -88,6 +88,7 @@ func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) {
 		Result:     res.Output,
 		Denial:     denialOf(res.Denial),
 		Warnings:   warningsOf(res.Warnings),
+		Approval:   approvalOf(res.Approval),
 		DurationMs: millis(res.Duration),
 	})
 }
@@ -212,11 +213,11 @@ func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	anonymous := s.opts.Callers != nil && s.opts.Callers.AllowAnonymous
 	if reason := s.NotReadyReason(); reason != "" {
 		writeJSON(w, http.StatusServiceUnavailable, wire.ReadyResponse{Revision: st.Revision, Reason: reason, Sandbox: s.opts.Sandbox.Status(),
-			AnonymousCallers: anonymous})
+			AnonymousCallers: anonymous, StateStore: s.stateStoreStatus()})
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.ReadyResponse{Ready: true, Revision: st.Revision, Sandbox: s.opts.Sandbox.Status(),
-		AnonymousCallers: anonymous})
+		AnonymousCallers: anonymous, StateStore: s.stateStoreStatus()})
 }
 
 func (s *Server) handleGetConfig(w http.ResponseWriter, _ *http.Request) {
@@ -277,7 +278,7 @@ const contentTypeJSON = "application/json"
 var contentTypeJSONHeader = []string{contentTypeJSON}
 
 // allowedBody is the answer of an allowed decision without warnings.
-var allowedBody = mustJSONLine(wire.DecisionResponse{Allowed: true})
+var allowedBody = mustJSONLine(decisionResponse(&hooks.Result{Status: hooks.StatusAllowed}))
 
 func mustJSONLine(v any) []byte {
 	b, err := json.Marshal(v)

@@ -257,3 +257,54 @@ func (b *boundedLabel) value(name string) string {
 	b.emitted[name] = true
 	return name
 }
+
+// StateStoreMetrics registers the state store's metrics with reg:
+// toolhooks_state_store_duration_seconds and _errors_total by operation
+// (reserve, release, ping) and toolhooks_state_store_up from ready. It
+// returns the observer to hand the store (statestore.Options.Observe).
+func StateStoreMetrics(reg prometheus.Registerer, ready func() error) (func(op string, d time.Duration, err error), error) {
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "toolhooks_state_store_duration_seconds",
+		Help:    "Time the shared state store took per operation (reserve, release, ping), failed ones included.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .002, .005, .01, .025, .1, 1},
+	}, []string{"op"})
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolhooks_state_store_errors_total",
+		Help: "State store operations that failed or timed out, by operation; a failed reserve is decided by its policy's stateFailurePolicy.",
+	}, []string{"op"})
+	up := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "toolhooks_state_store_up",
+		Help: "1 while the shared state store answers, else 0.",
+	}, func() float64 {
+		if ready() != nil {
+			return 0
+		}
+		return 1
+	})
+	for _, c := range []prometheus.Collector{duration, errs, up} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	ops := []string{"reserve", "release", "ping"}
+	byOp := make(map[string]prometheus.Observer, len(ops))
+	errByOp := make(map[string]prometheus.Counter, len(ops))
+	for _, op := range ops {
+		byOp[op], errByOp[op] = duration.WithLabelValues(op), errs.WithLabelValues(op)
+	}
+	return func(op string, d time.Duration, err error) {
+		o, ok := byOp[op]
+		if !ok { // not one of the store's operations: counted, never added to the maps read concurrently
+			o = duration.WithLabelValues(op)
+		}
+		o.Observe(d.Seconds())
+		if err == nil {
+			return
+		}
+		if c, ok := errByOp[op]; ok {
+			c.Inc()
+		} else {
+			errs.WithLabelValues(op).Inc()
+		}
+	}, nil
+}

@@ -31,8 +31,14 @@ func writeDecision(w http.ResponseWriter, res *hooks.Result) {
 // appendDecisionResponse appends the DecisionResponse of res and a newline
 // as json.Marshal encodes it (see FuzzAppendDecisionResponse).
 func appendDecisionResponse(b []byte, res *hooks.Result) []byte {
+	if res.Ask != nil || res.Approval != nil {
+		// Calls a person is asked about are rare and wait for people:
+		// they are encoded by reflection.
+		return append(b, mustJSONLine(decisionResponse(res))...)
+	}
 	b = append(b, `{"allowed":`...)
 	b = strconv.AppendBool(b, res.Status == hooks.StatusAllowed)
+	b = jsonappend.String(append(b, `,"decision":`...), decisionOf(res), jsonappend.JSON)
 	if res.Denial != nil {
 		b = appendDenial(append(b, `,"denial":`...), res.Denial)
 	}

@@ -17,6 +17,7 @@ import (
 func decisionJSON(res *hooks.Result) []byte {
 	return mustJSONLine(wire.DecisionResponse{
 		Allowed:  res.Status == hooks.StatusAllowed,
+		Decision: map[bool]string{true: wire.DecisionAllow, false: wire.DecisionDeny}[res.Status == hooks.StatusAllowed],
 		Denial:   denialOf(res.Denial),
 		Warnings: warningsOf(res.Warnings),
 	})

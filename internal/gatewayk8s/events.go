@@ -116,6 +116,36 @@ func (e *Events) Denied(_ context.Context, call *hooks.Call, d hooks.Decision) {
 	e.recorder.Eventf(regarding, related, eventType, reason, truncate(action, maxAction), "%s", truncate(note, maxNote))
 }
 
+// ApprovalRequested records that this gateway asked for a person's approval
+// in tca, as an Event on tca and one on the asking policy (related to tca).
+func (e *Events) ApprovalRequested(tca *policyv1alpha1.ToolCallApproval, policy hooks.PolicyRef) {
+	if !e.limiter.Allow() {
+		e.dropped.Add(1)
+		return
+	}
+	spec := &tca.Spec
+	note := truncate(fmt.Sprintf("Approval requested for tool %q, sender %q, session %q (%s %s, rule %s): %s",
+		spec.Tool, spec.Sender.Username, spec.Session, spec.Policy.Kind, spec.Policy.Name, spec.Policy.Rule, spec.Policy.Reason), maxNote)
+	action := truncate(spec.Tool, maxAction)
+	var related runtime.Object
+	if e.pod.Name != "" {
+		related = e.pod
+	}
+	e.recorder.Eventf(tca, related, corev1.EventTypeNormal, wire.ReasonToolCallApprovalRequested, action, "%s", note)
+	if policy.Kind == "" || policy.Name == "" {
+		return
+	}
+	namespace := policy.Namespace
+	if namespace == "" {
+		namespace = tca.Namespace
+	}
+	regarding := &corev1.ObjectReference{
+		APIVersion: policyv1alpha1.GroupVersion.String(), Kind: policy.Kind,
+		Namespace: namespace, Name: policy.Name, UID: types.UID(policy.UID),
+	}
+	e.recorder.Eventf(regarding, tca, corev1.EventTypeNormal, wire.ReasonToolCallApprovalRequested, action, "%s", note)
+}
+
 // truncate shortens s to at most n bytes on a rune boundary, marking the cut.
 func truncate(s string, n int) string {
 	if len(s) <= n {
@@ -128,7 +158,8 @@ func truncate(s string, n int) string {
 	return s[:cut] + "..."
 }
 
-// Dropped returns how many denials the rate limit kept from becoming Events.
+// Dropped returns how many denials and approval requests the rate limit kept
+// from becoming Events.
 func (e *Events) Dropped() int64 { return e.dropped.Load() }
 
 // Stop flushes and stops the broadcaster.

@@ -1,6 +1,7 @@
 // Package gatewayk8s holds the gateway's Kubernetes integrations: a
-// TokenReview authenticator for configuration pushes and a DenialSink that
-// turns denials into Events on the policy objects.
+// TokenReview authenticator for configuration pushes, a DenialSink that
+// turns denials into Events on the policy objects, and an Approver backed by
+// ToolCallApproval objects.
 package gatewayk8s
 
 import (

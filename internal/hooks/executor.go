@@ -67,13 +67,15 @@ type FallibleAfterHook interface {
 // Executor runs tool calls through an ordered hook list. It is immutable once
 // built and safe for concurrent use.
 type Executor struct {
-	entries []entry
-	guards  []*entry // the entries whose hook is a RuntimeGuard
-	gates   int      // entries with a ToolGate
-	tools   map[string]Tool
-	timeout time.Duration
-	log     *slog.Logger
-	now     func() time.Time
+	entries  []entry
+	guards   []*entry // the entries whose hook is a RuntimeGuard
+	filters  []resultFilter
+	gates    int // entries with a ToolGate
+	tools    map[string]Tool
+	approver Approver
+	timeout  time.Duration
+	log      *slog.Logger
+	now      func() time.Time
 }
 
 // entry is an Entry prepared once so that the per-call path does no work that
@@ -149,6 +151,11 @@ func NewExecutor(entries []Entry, tools []Tool, opts ...Option) (*Executor, erro
 		})
 	}
 	e.guards = guardEntries(e.entries)
+	for i := range e.entries {
+		if f, ok := e.entries[i].hook.(ResultFilter); ok {
+			e.filters = append(e.filters, resultFilter{&e.entries[i], f})
+		}
+	}
 	for i, t := range tools {
 		if t == nil {
 			return nil, fmt.Errorf("tool %d is nil", i)
@@ -199,7 +206,11 @@ func (en Entry) validate() error {
 //     that implement RuntimeGuard; a tool that returns the *RuntimeDenial of
 //     a check yields a denial like the before phase's (Status denied, the
 //     hook's denial text, the Decision in Denial).
-//  4. The after phase runs every hook's after-callback in order, for every
+//  4. The result filters (ResultFilter) run on the output of a tool that
+//     succeeded or failed: they redact it, or withhold it (StatusWithheld,
+//     WithheldText+hook name, the Decision in Withheld); a filter's error
+//     or panic withholds it too.
+//  5. The after phase runs every hook's after-callback in order, for every
 //     outcome including unknown tools and denials, so that the audit hook
 //     records each call exactly once. After-callbacks get a copy of the
 //     result and a context that is not cancelled with ctx; their errors and
@@ -212,8 +223,9 @@ func (e *Executor) Execute(ctx context.Context, call *Call) Result {
 	if !ok {
 		res.Status = StatusUnknownTool
 		res.Output = UnknownToolText
-	} else if e.before(ctx, call, &res) && e.gate(ctx, call, &res) {
+	} else if e.before(ctx, call, &res) && e.approve(ctx, call, &res, true) && e.gate(ctx, call, &res) {
 		e.runTool(ctx, tool, call, &res)
+		e.filterResult(ctx, call, &res)
 	}
 	e.after(ctx, call, res)
 	return res
@@ -226,13 +238,80 @@ func (e *Executor) Execute(ctx context.Context, call *Call) Result {
 // Evaluate does not look the tool up: the caller owns its tool set, so an
 // unregistered tool is evaluated by the hooks like any other (policies treat
 // tools they do not know as mutating).
+//
+// A call a hook asked about is answered at once: StatusAllowed when an
+// approval was granted for it (and is now used), a denial when it was
+// denied or expired, and StatusAsk with the request in Approval when nobody
+// has decided yet.
 func (e *Executor) Evaluate(ctx context.Context, call *Call) Result {
-	res := e.Decide(ctx, call)
-	if res.Status == StatusAllowed {
+	var res Result
+	if e.before(ctx, call, &res) && e.approve(ctx, call, &res, false) {
+		res.Status = StatusAllowed
 		e.gate(ctx, call, &res)
 	}
 	e.after(ctx, call, res)
 	return res
+}
+
+// approve settles a call that the before phase allowed: a call no hook asked
+// about proceeds; one a hook asked about proceeds only when the approver
+// grants it. wait says whether to wait for a decision (Execute) or answer
+// StatusAsk at once (Evaluate). Every failure to get a grant denies.
+func (e *Executor) approve(ctx context.Context, call *Call, res *Result, wait bool) bool {
+	if res.Ask == nil {
+		return true
+	}
+	ask := *res.Ask
+	refuse := func(rule, reason string) bool {
+		deny(res, DenialText+ask.Hook, Decision{Hook: ask.Hook, Policy: ask.Policy, Rule: rule, Reason: reason, Action: ActionDeny})
+		return false
+	}
+	if e.approver == nil {
+		return refuse(RuleApprovalUnavailable, ask.Reason+"; it needs a person's approval, and this gateway cannot request approvals")
+	}
+	expiry := res.askExpiry
+	if expiry <= 0 {
+		expiry = DefaultApprovalExpiry
+	}
+	expiry = min(expiry, MaxApprovalExpiry)
+	a, err := requestApproval(ctx, e.approver, ApprovalRequest{Call: call, Ask: ask, Expiry: expiry, Wait: wait})
+	if err != nil {
+		e.log.ErrorContext(ctx, "Call denied: its approval could not be requested", "hook", ask.Hook,
+			"tool", call.Tool, "correlationId", call.CorrelationID, "error", err)
+		return refuse(RuleApprovalUnavailable, ask.Reason+"; it needs a person's approval, which could not be requested: "+err.Error())
+	}
+	res.Approval = &a
+	switch a.State {
+	case ApprovalApproved:
+		return true
+	case ApprovalDenied:
+		reason := "ToolCallApproval " + a.Name + " was denied by " + a.DecidedBy
+		if a.Reason != "" {
+			reason += ": " + a.Reason
+		}
+		return refuse(RuleApprovalDenied, reason)
+	case ApprovalExpired:
+		return refuse(RuleApprovalExpired, "ToolCallApproval "+a.Name+" expired before anyone decided it")
+	case ApprovalPending:
+		if !wait {
+			res.Status = StatusAsk
+			return false
+		}
+		return refuse(RuleApprovalPending, ask.Reason+"; it waits for a person's approval in ToolCallApproval "+a.Name+
+			": retry the same call once it is decided")
+	default:
+		return refuse(RuleApprovalUnavailable, fmt.Sprintf("ToolCallApproval %s is in an unknown state %q", a.Name, a.State))
+	}
+}
+
+// requestApproval calls the approver, turning a panic into an error.
+func requestApproval(ctx context.Context, a Approver, req ApprovalRequest) (out Approval, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("approver panicked: %v", r)
+		}
+	}()
+	return a.RequestApproval(ctx, req)
 }
 
 // gate runs the ToolGates of an allowed call and reports whether it may
@@ -281,11 +360,15 @@ func callGate(ctx context.Context, g ToolGate, call *Call, res *Result) (err err
 // returns an error or panics denies (rules HookError, HookPanic) unless its
 // entry is fail-open, in which case the failure is logged and the hook
 // allows. A context that is done before or during the phase denies (hook
-// "context", rule Cancelled). Allowed calls get StatusAllowed.
+// "context", rule Cancelled). Allowed calls get StatusAllowed, or StatusAsk
+// when a hook asked for approval (Decide does not request it).
 func (e *Executor) Decide(ctx context.Context, call *Call) Result {
 	var res Result
 	if e.before(ctx, call, &res) {
 		res.Status = StatusAllowed
+		if res.Ask != nil {
+			res.Status = StatusAsk
+		}
 	}
 	return res
 }
@@ -359,6 +442,8 @@ func (e *Executor) beforeFrom(ctx context.Context, call *Call, res *Result, star
 			if e.refuse(res, en, en.decision(RuleHookError, fmt.Sprintf("Hook %s failed: %v", en.name, err))) {
 				return 0, false, true
 			}
+		case v.Ask:
+			e.ask(res, en, v)
 		case !v.Allowed:
 			if e.refuse(res, en, en.decision(v.Rule, v.Reason)) {
 				return 0, false, true
@@ -370,6 +455,21 @@ func (e *Executor) beforeFrom(ctx context.Context, call *Call, res *Result, star
 		return 0, false, true
 	}
 	return 0, true, true
+}
+
+// ask records en's ask verdict: the first one of a Deny entry decides
+// whether the call needs approval once every hook has allowed it; a Warn
+// entry's is only recorded as a warning (it would have asked).
+func (e *Executor) ask(res *Result, en *entry, v Verdict) {
+	d := en.decision(v.Rule, v.Reason)
+	if en.action == ActionWarn {
+		res.Warnings = append(res.Warnings, d)
+		return
+	}
+	if res.Ask == nil {
+		res.Ask = &d
+		res.askExpiry = v.Expiry
+	}
 }
 
 // refuse applies en's denial d: a Warn entry's is appended to the warnings

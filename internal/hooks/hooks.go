@@ -82,6 +82,12 @@ type Call struct {
 // into a Decision with the hook's name, policy and enforcement action.
 type Verdict struct {
 	Allowed bool
+	// Ask (with Allowed false) asks a person to approve the call instead of
+	// denying it: the call runs only once an Approver grants it. Deny wins
+	// over ask and ask over allow.
+	Ask bool
+	// Expiry bounds an Ask's request for approval (zero: the default).
+	Expiry time.Duration
 	// Rule is a short machine-readable name of the rule that decided (e.g. "forbiddenPathGlobs").
 	Rule string
 	// Reason is a human sentence explaining the decision.
@@ -110,12 +116,14 @@ type Status string
 // Call outcomes.
 const (
 	StatusAllowed     Status = "allowed" // before phase allowed; the caller executes the tool (Evaluate)
+	StatusAsk         Status = "ask"     // a hook asked for approval and none is recorded yet (Evaluate)
 	StatusDenied      Status = "denied"
 	StatusSucceeded   Status = "succeeded"
 	StatusFailed      Status = "failed"
 	StatusTimedOut    Status = "timed_out"
 	StatusCancelled   Status = "cancelled" // the caller cancelled the call while the tool ran
 	StatusUnknownTool Status = "unknown_tool"
+	StatusWithheld    Status = "withheld" // the tool ran; a result filter withheld its result
 )
 
 // Result is what a call produced. Hooks' after-callbacks receive it.
@@ -132,6 +140,17 @@ type Result struct {
 	Denial *Decision
 	// Warnings are the would-be denials of hooks running in warn (dry-run) mode.
 	Warnings []Decision
+	// Ask is the decision of the hook that asked for approval, when one did.
+	Ask *Decision
+	// Approval is the outcome of the request for approval, when a hook asked.
+	Approval *Approval
+	// Withheld is the decision of the result filter that withheld the
+	// tool's result when Status is StatusWithheld.
+	Withheld *Decision
+	// Filtering records what the result filters found in the tool's result.
+	Filtering []ResultFiltering
+
+	askExpiry time.Duration // the asking verdict's Expiry
 }
 
 // Hook is a context-aware hook. Before decides; After observes every call that

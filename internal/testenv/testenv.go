@@ -163,9 +163,18 @@ func (e *Env) Stop() error {
 // environment into a temporary file and returns its path.
 func (e *Env) AdminKubeconfig(t testing.TB) string {
 	t.Helper()
-	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "kubectl-admin", Groups: []string{"system:masters"}}, nil)
+	path, _ := e.User(t, "kubectl-admin", "system:masters")
+	return path
+}
+
+// User adds a user authenticated by a client certificate, with groups, and
+// returns a kubeconfig file for it (in a temporary directory) and its
+// rest.Config. The API server authorizes it by RBAC.
+func (e *Env) User(t testing.TB, name string, groups ...string) (string, *rest.Config) {
+	t.Helper()
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
-		t.Fatalf("Adding an admin user: %v", err)
+		t.Fatalf("Adding user %s: %v", name, err)
 	}
 	kubeconfig, err := user.KubeConfig()
 	if err != nil {
@@ -175,7 +184,7 @@ func (e *Env) AdminKubeconfig(t testing.TB) string {
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return path, user.Config()
 }
 
 // Kubectl runs the envtest kubectl (built by hack/setup-envtest.sh, not the one

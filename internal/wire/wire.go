@@ -70,16 +70,46 @@ type ToolCallResponse struct {
 	Denial *Denial `json:"denial,omitempty"`
 	// Warnings are would-be denials of hooks in warn mode.
 	Warnings []Denial `json:"warnings,omitempty"`
+	// Approval is the request for approval a policy made for the call, when
+	// one did: its name (to retry the call once decided), state and decider.
+	Approval *Approval `json:"approval,omitempty"`
 	// DurationMs is how long the tool ran, in milliseconds.
 	DurationMs float64 `json:"durationMs"`
 }
+
+// Approval is a request for a person's approval of a call (a ToolCallApproval).
+type Approval struct {
+	// Name is the ToolCallApproval's name, in the gateway's namespace.
+	Name string `json:"name"`
+	// State is Pending, Approved, Denied or Expired.
+	State string `json:"state"`
+	// DecidedBy is who approved or denied the call.
+	DecidedBy string `json:"decidedBy,omitempty"`
+	// Reason is the decider's reason.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Decisions of a DecisionResponse.
+const (
+	DecisionAllow = "allow"
+	DecisionDeny  = "deny"
+	DecisionAsk   = "ask"
+)
 
 // DecisionResponse is the answer of POST /v1/decisions.
 type DecisionResponse struct {
 	// Allowed says whether the call may run.
 	Allowed bool `json:"allowed"`
+	// Decision is allow, deny or ask: ask means a policy asked a person to
+	// approve the call and nobody has decided yet (see Approval); the call
+	// must not run until a retry of the same call is allowed.
+	Decision string `json:"decision"`
 	// Denial explains a denied call.
 	Denial *Denial `json:"denial,omitempty"`
+	// Ask names the policy and rule that asked for approval.
+	Ask *Denial `json:"ask,omitempty"`
+	// Approval is the request for approval, when a policy asked.
+	Approval *Approval `json:"approval,omitempty"`
 	// Warnings are would-be denials of hooks in warn mode.
 	Warnings []Denial `json:"warnings,omitempty"`
 }
@@ -91,8 +121,8 @@ type ErrorResponse struct {
 
 // ReadyResponse is the body of GET /readyz.
 type ReadyResponse struct {
-	// Ready is true when a configuration holding a policy is in force and
-	// the audit sink is writing.
+	// Ready is true when a configuration holding a policy is in force, the
+	// audit sink is writing and the state store (if any) answers.
 	Ready bool `json:"ready"`
 	// Revision is the configuration in force.
 	Revision string `json:"revision,omitempty"`
@@ -105,6 +135,10 @@ type ReadyResponse struct {
 	// AnonymousCallers is true when callers without a token are accepted
 	// (as system:anonymous).
 	AnonymousCallers bool `json:"anonymousCallers,omitempty"`
+	// StateStore describes where the contracts' counters live and whether
+	// that store answers, e.g. "redis redis://10.0.0.7:6379/0: ready" or
+	// "in-process (exact within this gateway only)".
+	StateStore string `json:"stateStore,omitempty"`
 }
 
 // ConfigStatus describes the configuration in force: the body of
@@ -129,4 +163,19 @@ const (
 	ReasonToolCallDenied = "ToolCallDenied"
 	// ReasonToolCallWarned marks a warn-mode would-deny (a Normal Event).
 	ReasonToolCallWarned = "ToolCallWarned"
+	// ReasonToolCallApprovalRequested marks a gateway's request for a
+	// person's approval of a call (a Normal Event on the ToolCallApproval and
+	// on the asking policy).
+	ReasonToolCallApprovalRequested = "ToolCallApprovalRequested"
+)
+
+// Reasons of the Events the controller records on a ToolCallApproval and on
+// the policy that asked for it, once per decision.
+const (
+	// ReasonToolCallApprovalApproved marks an approval (a Normal Event).
+	ReasonToolCallApprovalApproved = "ToolCallApprovalApproved"
+	// ReasonToolCallApprovalDenied marks a denial by a person (a Warning Event).
+	ReasonToolCallApprovalDenied = "ToolCallApprovalDenied"
+	// ReasonToolCallApprovalExpired marks a request nobody decided in time (a Warning Event).
+	ReasonToolCallApprovalExpired = "ToolCallApprovalExpired"
 )

@@ -49,12 +49,20 @@ func TestJSONNames(t *testing.T) {
 			`{"status":"denied","result":"Tool execution denied by hook: h","denial":` + denialJSON +
 				`,"warnings":[` + denialJSON + `],"durationMs":1.5}`},
 		{"empty ToolCallResponse", &wire.ToolCallResponse{}, `{"status":"","result":"","durationMs":0}`},
-		{"DecisionResponse", &wire.DecisionResponse{Allowed: true, Denial: &denial, Warnings: []wire.Denial{denial}},
-			`{"allowed":true,"denial":` + denialJSON + `,"warnings":[` + denialJSON + `]}`},
-		{"empty DecisionResponse", &wire.DecisionResponse{}, `{"allowed":false}`},
+		{"DecisionResponse", &wire.DecisionResponse{Allowed: true, Decision: "allow", Denial: &denial, Warnings: []wire.Denial{denial}},
+			`{"allowed":true,"decision":"allow","denial":` + denialJSON + `,"warnings":[` + denialJSON + `]}`},
+		{"asking DecisionResponse", &wire.DecisionResponse{Decision: "ask", Ask: &denial,
+			Approval: &wire.Approval{Name: "deploy-x", State: "Pending"}},
+			`{"allowed":false,"decision":"ask","ask":` + denialJSON + `,"approval":{"name":"deploy-x","state":"Pending"}}`},
+		{"empty DecisionResponse", &wire.DecisionResponse{}, `{"allowed":false,"decision":""}`},
+		{"ToolCallResponse waiting for approval", &wire.ToolCallResponse{Status: "denied", Denial: &denial,
+			Approval: &wire.Approval{Name: "deploy-x", State: "Approved", DecidedBy: "carol", Reason: "ok"}},
+			`{"status":"denied","result":"","denial":` + denialJSON +
+				`,"approval":{"name":"deploy-x","state":"Approved","decidedBy":"carol","reason":"ok"},"durationMs":0}`},
 		{"ErrorResponse", &wire.ErrorResponse{Error: "boom"}, `{"error":"boom"}`},
-		{"ReadyResponse", &wire.ReadyResponse{Ready: true, Revision: "r1", Reason: "why", Sandbox: "off: x", AnonymousCallers: true},
-			`{"ready":true,"revision":"r1","reason":"why","sandbox":"off: x","anonymousCallers":true}`},
+		{"ReadyResponse", &wire.ReadyResponse{Ready: true, Revision: "r1", Reason: "why", Sandbox: "off: x", AnonymousCallers: true,
+			StateStore: "redis redis://r:6379/0: ready"},
+			`{"ready":true,"revision":"r1","reason":"why","sandbox":"off: x","anonymousCallers":true,"stateStore":"redis redis://r:6379/0: ready"}`},
 		{"empty ReadyResponse", &wire.ReadyResponse{}, `{"ready":false}`},
 		{"ConfigStatus", &wire.ConfigStatus{Revision: "r1", IssuedAt: 100, Hooks: 2, Degraded: []string{"PluginHook/ns/p"}},
 			`{"revision":"r1","issuedAt":100,"hooks":2,"degraded":["PluginHook/ns/p"]}`},
@@ -112,5 +120,8 @@ func TestDecisionRequestIsAToolCallRequest(t *testing.T) {
 func TestEventReasons(t *testing.T) {
 	if wire.ReasonToolCallDenied != "ToolCallDenied" || wire.ReasonToolCallWarned != "ToolCallWarned" {
 		t.Errorf("reasons %q, %q", wire.ReasonToolCallDenied, wire.ReasonToolCallWarned)
+	}
+	if wire.ReasonToolCallApprovalRequested != "ToolCallApprovalRequested" {
+		t.Errorf("reason %q", wire.ReasonToolCallApprovalRequested)
 	}
 }

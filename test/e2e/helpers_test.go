@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,9 +32,14 @@ type env struct {
 	// agentImage is the image of test/e2e/agent, which calls a gateway
 	// from inside a pod.
 	agentImage string
-	// values are the `helm install` flags (the images) that `helm upgrade`
-	// repeats.
+	// values are the `helm install` flags (the images, the state store)
+	// that `helm upgrade` repeats.
 	values []string
+	// redisAddress is the host:port of the redis-server hack/e2e.sh runs for
+	// the gateways' shared state store; redisSecret the Secret it created
+	// with its password (not the chart's: it stays after an uninstall).
+	redisAddress string
+	redisSecret  string
 }
 
 var e env
@@ -49,6 +55,9 @@ func TestMain(m *testing.M) {
 		release:    os.Getenv("TOOLHOOKS_E2E_RELEASE"),
 		chart:      os.Getenv("TOOLHOOKS_E2E_CHART"),
 		agentImage: os.Getenv("TOOLHOOKS_E2E_AGENT_IMAGE"),
+
+		redisAddress: os.Getenv("TOOLHOOKS_E2E_REDIS_ADDRESS"),
+		redisSecret:  os.Getenv("TOOLHOOKS_E2E_REDIS_SECRET"),
 	}
 	if v := os.Getenv("TOOLHOOKS_E2E_VALUES"); v != "" {
 		e.values = strings.Fields(v)
@@ -58,6 +67,7 @@ func TestMain(m *testing.M) {
 		{"KUBECONFIG", e.kubeconfig}, {"TOOLHOOKS_E2E_HELM", e.helm}, {"TOOLHOOKS_E2E_KUBECTL", e.kubectl},
 		{"TOOLHOOKS_E2E_NAMESPACE", e.namespace}, {"TOOLHOOKS_E2E_RELEASE", e.release}, {"TOOLHOOKS_E2E_CHART", e.chart},
 		{"TOOLHOOKS_E2E_AGENT_IMAGE", e.agentImage},
+		{"TOOLHOOKS_E2E_REDIS_ADDRESS", e.redisAddress}, {"TOOLHOOKS_E2E_REDIS_SECRET", e.redisSecret},
 	} {
 		if kv[1] == "" {
 			missing = append(missing, kv[0])
@@ -194,21 +204,31 @@ var callerToken = sync.OnceValues(func() (string, error) {
 	return strings.TrimSpace(out), err
 })
 
-// call sends one tool call to the gateway at addr (host:port) as the e2e
-// namespace's default ServiceAccount.
+// call sends one tool call of session "e2e" to the gateway at addr
+// (host:port) as the e2e namespace's default ServiceAccount.
 func call(addr, tool, args string) (callResult, error) {
+	return callInSession(addr, "e2e", tool, args)
+}
+
+// callInSession is call in the given session.
+func callInSession(addr, session, tool, args string) (callResult, error) {
+	return callWith(httpClient, addr, session, tool, args)
+}
+
+// callWith is callInSession through client.
+func callWith(client *http.Client, addr, session, tool, args string) (callResult, error) {
 	token, err := callerToken()
 	if err != nil {
 		return callResult{}, fmt.Errorf("creating a caller token: %w", err)
 	}
-	body := fmt.Sprintf(`{"sessionId":"e2e","channelId":"e2e","tool":%q,"arguments":%s}`, tool, args)
+	body := fmt.Sprintf(`{"sessionId":%q,"channelId":"e2e","tool":%q,"arguments":%s}`, session, tool, args)
 	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/tool-calls", strings.NewReader(body))
 	if err != nil {
 		return callResult{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := httpClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return callResult{}, err
 	}
@@ -224,21 +244,60 @@ func call(addr, tool, args string) (callResult, error) {
 	return r, nil
 }
 
+// readyzBody is a gateway's answer to GET /readyz.
+type readyzBody struct {
+	Ready      bool   `json:"ready"`
+	Revision   string `json:"revision"`
+	Reason     string `json:"reason"`
+	StateStore string `json:"stateStore"`
+}
+
+// readyz returns a gateway's /readyz answer; Ready holds only with HTTP 200.
+func readyz(addr string) (readyzBody, error) {
+	resp, err := httpClient.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return readyzBody{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var r readyzBody
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return readyzBody{}, err
+	}
+	r.Ready = r.Ready && resp.StatusCode == http.StatusOK
+	return r, nil
+}
+
 // readyRevision returns the configuration revision a gateway reports on
 // /readyz, and whether it is ready.
 func readyRevision(addr string) (string, bool, error) {
-	resp, err := httpClient.Get("http://" + addr + "/readyz")
+	r, err := readyz(addr)
+	return r.Revision, r.Ready, err
+}
+
+// metric returns the sum of the samples of the metric family name on a
+// gateway's /metrics (Prometheus text format), and whether there were any.
+func metric(addr, name string) (float64, bool, error) {
+	resp, err := httpClient.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return "", false, err
+		return 0, false, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	var r struct {
-		Ready    bool   `json:"ready"`
-		Revision string `json:"revision"`
-		Reason   string `json:"reason"`
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false, err
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-		return "", false, err
+	var sum float64
+	found := false
+	for l := range strings.Lines(string(b)) {
+		f := strings.Fields(l)
+		if len(f) < 2 || (f[0] != name && !strings.HasPrefix(f[0], name+"{")) {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("%s: %q: %w", name, l, err)
+		}
+		sum, found = sum+v, true
 	}
-	return r.Revision, r.Ready && resp.StatusCode == http.StatusOK, nil
+	return sum, found, nil
 }

@@ -246,6 +246,12 @@ var allOptions = []string{
 	"gateway.mcp.deniedTools=hide",
 	"gateway.mcp.upstreams[0].name=tickets",
 	"gateway.mcp.upstreams[0].http.url=http://tickets.agents.svc:8080/mcp",
+	"gateway.stateStore.redis.address=redis.data.svc:6379",
+	"gateway.stateStore.redis.existingSecret=redis-auth",
+	"gateway.stateStore.redis.usernameKey=username",
+	"gateway.stateStore.redis.tls.enabled=true",
+	"gateway.stateStore.redis.tls.caSecret=redis-ca",
+	"gateway.stateStore.redis.tls.serverName=redis.data.svc",
 }
 
 func TestChartLintsStrictly(t *testing.T) {
@@ -312,8 +318,8 @@ func TestChartRendersObjectsTheAPIServerAccepts(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			text := mustTemplate(t, c.release, c.namespace, c.sets...)
 			m := parseManifest(t, text)
-			if got := m.count("CustomResourceDefinition"); got != 3 {
-				t.Errorf("rendered %d CRDs, want the 3 toolhooks CRDs", got)
+			if got := m.count("CustomResourceDefinition"); got != 4 {
+				t.Errorf("rendered %d CRDs, want the 4 toolhooks CRDs", got)
 			}
 			if got := m.count("ServiceMonitor"); got != c.monitors {
 				t.Errorf("rendered %d ServiceMonitors, want %d", got, c.monitors)
@@ -419,6 +425,8 @@ func TestChartRBACMatchesGeneratedRoles(t *testing.T) {
 		{"leader_election_role.yaml", rules("Role", "toolhooks-leader-election-role")},
 		{"metrics_auth_role.yaml", rules("ClusterRole", "toolhooks-metrics-auth-role")},
 		{"metrics_reader_role.yaml", rules("ClusterRole", "toolhooks-metrics-reader")},
+		{"toolcallapproval_approver_role.yaml", rules("ClusterRole", "toolhooks-approver")},
+		{"toolcallapproval_viewer_role.yaml", rules("ClusterRole", "toolhooks-approval-viewer")},
 	} {
 		want := generated(c.file)
 		if len(want) == 0 {
@@ -428,10 +436,40 @@ func TestChartRBACMatchesGeneratedRoles(t *testing.T) {
 			t.Errorf("the chart's rules for config/rbac/%s drifted (run make manifests):\nchart: %+v\nconfig: %+v", c.file, c.chart, want)
 		}
 	}
-	// The gateway's ClusterRole grants nothing namespaced.
+	// The gateway's ClusterRole grants nothing namespaced: only the reviews
+	// that authenticate its callers and check its approvers.
 	for _, r := range rules("ClusterRole", "toolhooks-gateway-role") {
-		if !slices.Equal(r.APIGroups, []string{"authentication.k8s.io"}) || !slices.Equal(r.Resources, []string{"tokenreviews"}) {
-			t.Errorf("the gateway's ClusterRole grants %+v, want only tokenreviews", r)
+		tokens := slices.Equal(r.APIGroups, []string{"authentication.k8s.io"}) && slices.Equal(r.Resources, []string{"tokenreviews"})
+		access := slices.Equal(r.APIGroups, []string{"authorization.k8s.io"}) && slices.Equal(r.Resources, []string{"subjectaccessreviews"})
+		if !tokens && !access || !slices.Equal(r.Verbs, []string{"create"}) {
+			t.Errorf("the gateway's ClusterRole grants %+v, want only creating tokenreviews and subjectaccessreviews", r)
+		}
+	}
+}
+
+// TestChartApprovalPolicyMatchesConfig checks the chart's admission policy
+// is config/approval's, bound, and that the controller cannot approve.
+func TestChartApprovalPolicyMatchesConfig(t *testing.T) {
+	m := parseManifest(t, mustTemplate(t, "toolhooks", "toolhooks-system"))
+	vap := m.get(t, "ValidatingAdmissionPolicy", "toolhooks-toolcallapproval-decisions")
+	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "approval", "validating_admission_policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	if err := yaml.Unmarshal(b, &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(vap.Object["spec"], want["spec"]) {
+		t.Errorf("the chart's admission policy drifted from config/approval (run make manifests):\nchart: %v\nconfig: %v", vap.Object["spec"], want["spec"])
+	}
+	binding := m.get(t, "ValidatingAdmissionPolicyBinding", "toolhooks-toolcallapproval-decisions")
+	if spec, _ := binding.Object["spec"].(map[string]any); spec["policyName"] != vap.GetName() || fmt.Sprint(spec["validationActions"]) != "[Deny]" {
+		t.Errorf("binding spec %v, want it to deny by %s", spec, vap.GetName())
+	}
+	for _, r := range into[rbacv1.ClusterRole](t, m.get(t, "ClusterRole", "toolhooks-manager-role")).Rules {
+		if slices.Contains(r.Verbs, "approve") || slices.Contains(r.Verbs, "*") {
+			t.Errorf("the controller's role grants %+v: it must not approve", r)
 		}
 	}
 }

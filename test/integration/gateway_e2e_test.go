@@ -218,7 +218,9 @@ func startController(t *testing.T, port int) *controller.Store {
 	tokens := &controller.ServiceAccountTokens{Client: cs, Namespace: controllerNamespace, Name: controllerSA,
 		Audience: gatewayconfig.PushAudience}
 	gw := controller.GatewayReconciler{Pusher: &controller.Pusher{Tokens: tokens, Port: port}, Resync: 2 * time.Second}
-	testEnv.StartManager(t, controller.CacheOptions(), func(mgr ctrl.Manager) error { return controller.SetupAll(mgr, store, gw) })
+	testEnv.StartManager(t, controller.CacheOptions(), func(mgr ctrl.Manager) error {
+		return controller.SetupAll(mgr, store, gw, controller.DefaultApprovalRetention)
+	})
 	return store
 }
 

@@ -50,16 +50,22 @@ func TestKustomizeDefaultDeploysControllerAndGateway(t *testing.T) {
 	checkHardened(t, "controller", ctrl.Spec.Template.Spec)
 	checkHardened(t, "gateway", gw.Spec.Template.Spec)
 
-	// The gateway reviews tokens cluster-wide but writes Events only in its
-	// own namespace, as with the chart.
+	// The gateway reviews tokens and approvers' access cluster-wide but
+	// writes Events and ToolCallApprovals only in its own namespace, as with
+	// the chart.
 	gwSA := m.get(t, "ServiceAccount", "toolhooks-gateway").GetName()
 	cr := into[rbacv1.ClusterRole](t, m.get(t, "ClusterRole", "toolhooks-gateway-role"))
-	if len(cr.Rules) != 1 || !slices.Equal(cr.Rules[0].Resources, []string{"tokenreviews"}) {
-		t.Errorf("the gateway's ClusterRole grants %+v, want tokenreviews only", cr.Rules)
+	if len(cr.Rules) != 2 || !slices.Equal(cr.Rules[0].Resources, []string{"tokenreviews"}) ||
+		!slices.Equal(cr.Rules[1].Resources, []string{"subjectaccessreviews"}) {
+		t.Errorf("the gateway's ClusterRole grants %+v, want tokenreviews and subjectaccessreviews only", cr.Rules)
 	}
 	role := into[rbacv1.Role](t, m.get(t, "Role", "toolhooks-gateway-role"))
 	rb := into[rbacv1.RoleBinding](t, m.get(t, "RoleBinding", "toolhooks-gateway-rolebinding"))
-	if role.Namespace != ns || len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"events"}) ||
+	var namespaced []string
+	for _, r := range role.Rules {
+		namespaced = append(namespaced, r.Resources...)
+	}
+	if role.Namespace != ns || !slices.Equal(namespaced, []string{"events", "toolcallapprovals", "toolcallapprovals/status"}) ||
 		rb.Namespace != ns || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != role.Name ||
 		len(rb.Subjects) != 1 || rb.Subjects[0].Name != gwSA || rb.Subjects[0].Namespace != ns {
 		t.Errorf("the gateway's events Role/RoleBinding: %+v %+v", role, rb)

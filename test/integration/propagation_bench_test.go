@@ -92,7 +92,7 @@ func propagation(b *testing.B, n, updates int) (p50, pmax time.Duration) {
 
 	gw := controller.GatewayReconciler{Pusher: &controller.Pusher{Tokens: staticTokens(token), Port: port}}
 	testEnv.StartManager(b, controller.CacheOptions(), func(mgr ctrl.Manager) error {
-		return controller.SetupAll(mgr, controller.NewStore(), gw)
+		return controller.SetupAll(mgr, controller.NewStore(), gw, controller.DefaultApprovalRetention)
 	})
 
 	policy := &policyv1alpha1.AutonomyPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},

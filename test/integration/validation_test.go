@@ -277,7 +277,7 @@ func TestAutonomyPolicyValidation(t *testing.T) {
 
 func TestContractPolicyValidation(t *testing.T) {
 	type spec = policyv1alpha1.ContractPolicySpec
-	const needsOne = `spec: Invalid value: a contract needs at least one of maxToolCalls, maxToolCallsPerSender, scopedCapabilities, allowedPaths or rateLimits`
+	const needsOne = `spec: Invalid value: a contract needs at least one of maxToolCalls, maxToolCallsPerSender, scopedCapabilities, allowedPaths, rateLimits or ask`
 	subjectsOnly := func(s *spec) {
 		*s = spec{Subjects: &policyv1alpha1.Subjects{Channels: []string{"slack"}}}
 	}

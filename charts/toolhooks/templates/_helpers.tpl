@@ -125,3 +125,29 @@ of the file's roles of that kind (a file may hold a ClusterRole and a Role).
 {{- $ns := .Release.Namespace -}}
 {{- uniq (list (include "toolhooks.gateway.tlsServerName" .) $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns)) | join "," -}}
 {{- end -}}
+
+{{/*
+The gateway's state store settings that only make sense together: anything
+that configures a Redis connection needs its address, the TLS details need
+TLS, a username comes from one place.
+*/}}
+{{- define "toolhooks.gateway.checkStateStore" -}}
+{{- $r := .Values.gateway.stateStore.redis -}}
+{{- $p := "gateway.stateStore.redis" -}}
+{{- if not $r.address -}}
+{{- range $name, $set := dict "existingSecret" $r.existingSecret "username" $r.username "usernameKey" $r.usernameKey "tls.enabled" $r.tls.enabled "tls.caSecret" $r.tls.caSecret "tls.serverName" $r.tls.serverName -}}
+{{- if $set -}}
+{{- fail (printf "%s.%s is set but %s.address is empty: set the address of the Redis server (host:port), or unset %s.%s to count budgets and rate limits in each gateway" $p $name $p $p $name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and (not $r.tls.enabled) (or $r.tls.caSecret $r.tls.serverName) -}}
+{{- fail (printf "%s.tls.caSecret and %s.tls.serverName need %s.tls.enabled=true" $p $p $p) -}}
+{{- end -}}
+{{- if and $r.usernameKey (not $r.existingSecret) -}}
+{{- fail (printf "%s.usernameKey needs %s.existingSecret (the Secret holding that key)" $p $p) -}}
+{{- end -}}
+{{- if and $r.usernameKey $r.username -}}
+{{- fail (printf "set %s.username or %s.usernameKey, not both" $p $p) -}}
+{{- end -}}
+{{- end -}}

@@ -90,6 +90,11 @@ type Record struct {
 	Denial *hooks.Decision
 	// Warnings are the would-be denials of hooks in warn (dry-run) mode.
 	Warnings []hooks.Decision
+	// Ask is the decision of the hook that asked a person to approve the call.
+	Ask *hooks.Decision
+	// Approval is the request for approval and its outcome: its name, and
+	// who approved or denied the call and why.
+	Approval *hooks.Approval
 	// Duration is how long the tool ran (zero when it did not run).
 	Duration time.Duration
 	// ArgumentLength is the length in bytes of the arguments text.
@@ -187,6 +192,12 @@ func (s *SlogSink) Emit(ctx context.Context, r Record) error {
 	}
 	if len(r.Warnings) > 0 {
 		rec.AddAttrs(slog.Any("warnings", r.Warnings))
+	}
+	if r.Ask != nil {
+		rec.AddAttrs(slog.Any("ask", r.Ask))
+	}
+	if r.Approval != nil {
+		rec.AddAttrs(slog.Any("approval", r.Approval))
 	}
 	rec.AddAttrs(
 		slog.Float64("durationMs", float64(r.Duration)/float64(time.Millisecond)),
@@ -318,6 +329,14 @@ func (a *AuditLog) record(call *hooks.Call, res *hooks.Result) Record {
 	if res.Denial != nil {
 		d := *res.Denial
 		r.Denial = &d
+	}
+	if res.Ask != nil {
+		d := *res.Ask
+		r.Ask = &d
+	}
+	if res.Approval != nil {
+		a := *res.Approval
+		r.Approval = &a
 	}
 	return r
 }

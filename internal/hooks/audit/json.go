@@ -179,7 +179,7 @@ func appendRecord(b []byte, r *Record) ([]byte, bool) {
 	}
 	if len(r.SenderGroups) > 0 {
 		b = jsonappend.Array(append(b, `,"senderGroups":`...), len(r.SenderGroups), func(b []byte, i int) []byte {
-			return jsonappend.String(b, r.SenderGroups[i], jsonappend.Slog)
+			return jsonappend.String(b, r.SenderGroups[i], jsonappend.JSONNoHTML)
 		})
 	}
 	b = append(b, `,"streaming":`...)
@@ -194,6 +194,16 @@ func appendRecord(b []byte, r *Record) ([]byte, bool) {
 		b = jsonappend.Array(append(b, `,"warnings":`...), len(r.Warnings), func(b []byte, i int) []byte {
 			return appendDecision(b, &r.Warnings[i])
 		})
+	}
+	if r.Ask != nil {
+		b = appendDecision(append(b, `,"ask":`...), r.Ask)
+	}
+	if a := r.Approval; a != nil {
+		b = jsonappend.String(append(b, `,"approval":{"name":`...), a.Name, jsonappend.JSONNoHTML)
+		b = jsonappend.String(append(b, `,"state":`...), string(a.State), jsonappend.JSONNoHTML)
+		b = appendOptional(b, `,"decidedBy":`, a.DecidedBy)
+		b = appendOptional(b, `,"reason":`, a.Reason)
+		b = append(b, '}')
 	}
 	b = append(b, `,"durationMs":`...)
 	b = jsonappend.Float(b, float64(r.Duration)/float64(time.Millisecond))

@@ -43,6 +43,14 @@ func fuzzRecord(strs []string, nanos, dur, gen int64, lengths int32, streaming b
 			r.Warnings = append(r.Warnings, d)
 		}
 	}
+	if decisions%5 >= 3 {
+		ask := hooks.Decision{Hook: s(7), Rule: s(8), Reason: s(9), Policy: hooks.PolicyRef{Kind: s(10), Name: s(11)}}
+		r.Ask = &ask
+		r.Approval = &hooks.Approval{Name: s(12), State: hooks.ApprovalState(s(13))}
+		if decisions%5 == 4 {
+			r.Approval.DecidedBy, r.Approval.Reason = s(14), s(15)
+		}
+	}
 	return r
 }
 
@@ -78,6 +86,8 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 		Outcome        string           `json:"outcome"`
 		Denial         *hooks.Decision  `json:"denial"`
 		Warnings       []hooks.Decision `json:"warnings"`
+		Ask            *hooks.Decision  `json:"ask"`
+		Approval       *hooks.Approval  `json:"approval"`
 		DurationMs     float64          `json:"durationMs"`
 		ArgumentLength int              `json:"argumentLength"`
 		ResultLength   int              `json:"resultLength"`
@@ -120,7 +130,7 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 		wantMsg = audit.MessageStarted
 	}
 	if got.Streaming != r.Streaming || got.ArgumentLength != r.ArgumentLength || got.ResultLength != r.ResultLength ||
-		got.DurationMs != float64(r.Duration)/float64(time.Millisecond) || got.Level != "INFO" || got.Msg != wantMsg || got.CallID != r.CallID {
+		got.DurationMs != float64(r.Duration)/float64(time.Millisecond) || got.Level != "INFO" || got.Msg != wantMsg || got.CallID != fixUTF8(r.CallID) {
 		t.Errorf("decoded %+v from a record %+v", got, r)
 	}
 	decisionEq := func(what string, got, want *hooks.Decision) {
@@ -141,6 +151,19 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 	}
 	for i := range r.Warnings {
 		decisionEq("warning", &got.Warnings[i], &r.Warnings[i])
+	}
+	if (got.Ask == nil) != (r.Ask == nil) || (got.Approval == nil) != (r.Approval == nil) {
+		t.Fatalf("decoded ask %v and approval %v, want %v and %v", got.Ask, got.Approval, r.Ask, r.Approval)
+	}
+	if r.Ask != nil {
+		decisionEq("ask", got.Ask, r.Ask)
+	}
+	if a := r.Approval; a != nil {
+		want := hooks.Approval{Name: fixUTF8(a.Name), State: hooks.ApprovalState(fixUTF8(string(a.State))),
+			DecidedBy: fixUTF8(a.DecidedBy), Reason: fixUTF8(a.Reason)}
+		if *got.Approval != want {
+			t.Errorf("approval = %+v, want %+v", *got.Approval, want)
+		}
 	}
 }
 

@@ -66,7 +66,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -138,7 +140,35 @@ type Config struct {
 	// A call it does not bind is allowed by Before, by the run-time checks
 	// and by DeniesOutright alike.
 	Subjects hooks.Subjects `json:"subjects,omitzero"`
+	// Ask names the calls that need a person's approval once every rule
+	// above allowed them.
+	Ask *AskConfig `json:"ask,omitempty"`
 }
+
+// AskConfig names the calls that need a person's approval: by tool name, by
+// a path they touch, or by a shell command they run. Paths and commands are
+// found exactly as the deny rules find them (resolved paths, glob
+// expansions, every reading of a shell command), and a shell command that
+// cannot be read statically asks whenever Commands is set.
+type AskConfig struct {
+	// Tools are doublestar patterns of tool names (case-insensitive).
+	Tools []string `json:"tools,omitempty"`
+	// PathGlobs are doublestar path patterns, anchored like ForbiddenPathGlobs.
+	PathGlobs []string `json:"pathGlobs,omitempty"`
+	// Commands are shell command patterns (MatchCommand syntax).
+	Commands []string `json:"commands,omitempty"`
+	// ExpirySeconds bounds the request for approval (0: the default).
+	ExpirySeconds int64 `json:"expirySeconds,omitempty"`
+}
+
+// Rules of the verdicts that ask for approval.
+const (
+	RuleAskTools     = "askTools"
+	RuleAskPathGlobs = "askPathGlobs"
+	RuleAskCommands  = "askCommands"
+	// RuleAskUnchecked asks because the ask rules could not be checked.
+	RuleAskUnchecked = "askUnchecked"
+)
 
 // Hook is the Autonomy hook. It is immutable after New and safe for concurrent use.
 type Hook struct {
@@ -159,6 +189,9 @@ type Hook struct {
 	dialects      shellcheck.Dialect
 	names         []string              // exact tool names the configuration names
 	subjects      *hooks.SubjectMatcher // nil binds every call
+	asker         *Hook                 // the ask rules as deny rules; nil without any
+	askCommands   []string              // in an asker: the commands that ask
+	askExpiry     time.Duration
 }
 
 // New returns the Autonomy hook of cfg. Errors wrap hooks.ErrInvalidGlob,
@@ -185,7 +218,8 @@ func New(cfg Config) (*Hook, error) {
 // needsRoot reports whether cfg checks paths or shell commands, which resolve
 // against a workspace root.
 func needsRoot(cfg Config) bool {
-	return cfg.WorkspaceOnly || len(cfg.ForbiddenPathGlobs) > 0 || cfg.AllowShell
+	return cfg.WorkspaceOnly || len(cfg.ForbiddenPathGlobs) > 0 || cfg.AllowShell ||
+		(cfg.Ask != nil && (len(cfg.Ask.PathGlobs) > 0 || len(cfg.Ask.Commands) > 0))
 }
 
 // checkRoot checks a workspace root without touching the file system.
@@ -240,8 +274,8 @@ func (h *Hook) compile(cfg Config) error {
 		h.forbidden = append(h.forbidden, g)
 	}
 	for _, p := range cfg.AllowedShellCommands {
-		if strings.HasSuffix(strings.ReplaceAll(p, `\\`, ""), `\`) {
-			return fmt.Errorf("allowedShellCommands pattern %q ends with a lone backslash: %w", p, hooks.ErrInvalidGlob)
+		if err := checkCommandPattern("allowedShellCommands", p); err != nil {
+			return err
 		}
 		h.shellAllow = append(h.shellAllow, p)
 	}
@@ -269,6 +303,41 @@ func (h *Hook) compile(cfg Config) error {
 		}
 	}
 	h.names = exactNames(cfg)
+	return h.compileAsk(cfg)
+}
+
+// checkCommandPattern rejects a shell command pattern (MatchCommand syntax)
+// that ends with a lone backslash.
+func checkCommandPattern(field, p string) error {
+	if strings.HasSuffix(strings.ReplaceAll(p, `\\`, ""), `\`) {
+		return fmt.Errorf("%s pattern %q ends with a lone backslash: %w", field, p, hooks.ErrInvalidGlob)
+	}
+	return nil
+}
+
+// compileAsk builds h.asker: a hook whose denials are the calls cfg.Ask
+// names, sharing h's workspace, so that paths and commands are found by the
+// same code that enforces the deny rules.
+func (h *Hook) compileAsk(cfg Config) error {
+	ask := cfg.Ask
+	if ask == nil || len(ask.Tools)+len(ask.PathGlobs)+len(ask.Commands) == 0 {
+		return nil
+	}
+	if ask.ExpirySeconds < 0 || ask.ExpirySeconds > int64(hooks.MaxApprovalExpiry/time.Second) {
+		return fmt.Errorf("ask expiry %ds must be between 0 and %s: %w", ask.ExpirySeconds, hooks.MaxApprovalExpiry, hooks.ErrInvalidSpec)
+	}
+	for _, p := range ask.Commands {
+		if err := checkCommandPattern("ask commands", p); err != nil {
+			return err
+		}
+	}
+	a := &Hook{res: h.res, root: h.root, real: h.real, fold: h.fold, askCommands: slices.Clone(ask.Commands)}
+	err := a.compile(Config{Name: h.name, ForbiddenPathGlobs: ask.PathGlobs, AllowShell: true, AllowedShellCommands: []string{"*"},
+		ShellDialects: cfg.ShellDialects, ToolDeny: ask.Tools, PathArgs: cfg.PathArgs})
+	if err != nil {
+		return fmt.Errorf("ask: %w", err)
+	}
+	h.asker, h.askExpiry = a, time.Duration(ask.ExpirySeconds)*time.Second
 	return nil
 }
 
@@ -293,38 +362,66 @@ func (h *Hook) Subjects() *hooks.SubjectMatcher { return h.subjects }
 func (h *Hook) After(context.Context, *hooks.Call, *hooks.Result) {}
 
 // Before allows a call the subjects do not bind, and applies the rules in
-// order to one they bind; the first denial wins.
+// order to one they bind; the first denial wins. A call every rule allows
+// is asked about when an ask rule names it.
 func (h *Hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
 	if !h.subjects.Matches(call) {
 		return hooks.Allow, nil
 	}
+	v := h.check(ctx, call)
+	if v.Allowed && h.asker != nil {
+		if a := h.asker.check(ctx, call); !a.Allowed {
+			return h.askVerdict(a), nil
+		}
+	}
+	return v, nil
+}
+
+// askVerdict turns a denial of h.asker into the verdict that asks.
+func (h *Hook) askVerdict(d hooks.Verdict) hooks.Verdict {
+	rule := RuleAskUnchecked
+	switch d.Rule {
+	case RuleToolDeny:
+		rule = RuleAskTools
+	case RuleForbiddenPaths:
+		rule = RuleAskPathGlobs
+	case RuleAskCommands:
+		rule = RuleAskCommands
+	}
+	reason := strings.NewReplacer("forbidden path glob", "path glob that needs approval",
+		"denied tool pattern", "tool pattern that needs approval").Replace(d.Reason)
+	return hooks.AskFor(rule, reason, h.askExpiry)
+}
+
+// check applies the rules in order; the first denial wins.
+func (h *Hook) check(ctx context.Context, call *hooks.Call) hooks.Verdict {
 	tool := call.Tool
 	lower := strings.ToLower(tool)
 	if v, ok := h.checkToolGlobs(tool, lower); !ok {
-		return v, nil
+		return v
 	}
 	shellKind := shellClass(lower, call.Args)
 	if h.readOnly {
 		if v, ok := h.checkReadOnly(tool, lower, call); !ok {
-			return v, nil
+			return v
 		}
 	}
 	pathChecks := h.workspaceOnly || len(h.forbidden) > 0
 	if call.ArgsErr != nil && (pathChecks || shellKind != notShell) {
 		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf(
-			"The arguments of %q are not one JSON object (%v), so its paths and commands cannot be checked.", tool, call.ArgsErr)), nil
+			"The arguments of %q are not one JSON object (%v), so its paths and commands cannot be checked.", tool, call.ArgsErr))
 	}
 	m := pathguard.MemoFrom(ctx)
 	var bases []string
 	if pathChecks || shellKind != notShell {
 		paths, err := pathguard.Extract(tool, call.Args, h.pathArgs[lower])
 		if err != nil {
-			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The arguments of %q cannot be checked: %v.", tool, err)), nil
+			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The arguments of %q cannot be checked: %v.", tool, err))
 		}
 		for _, p := range paths {
 			real, v, ok := h.checkPath(m, p, "")
 			if !ok {
-				return v, nil
+				return v
 			}
 			if shellKind != notShell && isCwdKey(call.Args, p) {
 				bases = append(bases, real)
@@ -340,15 +437,15 @@ func (h *Hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, err
 			}
 			for _, p := range pathguard.PatchFiles(text) {
 				if _, v, ok := h.checkPath(m, p, ""); !ok {
-					return v, nil
+					return v
 				}
 			}
 		}
 	}
 	if shellKind != notShell {
-		return h.checkShell(m, tool, shellKind, call, bases), nil
+		return h.checkShell(m, tool, shellKind, call, bases)
 	}
-	return hooks.Allow, nil
+	return hooks.Allow
 }
 
 func (h *Hook) checkToolGlobs(tool, lower string) (hooks.Verdict, bool) {

@@ -9,7 +9,10 @@ import (
 )
 
 // benchHook has 20 forbidden globs and 20 shell command globs.
-func benchHook(b *testing.B) *Hook {
+func benchHook(b *testing.B) *Hook { return newHook(b, benchConfig(b)) }
+
+// benchConfig is benchHook's configuration.
+func benchConfig(b *testing.B) Config {
 	f := newFixture(b)
 	cfg := f.config()
 	cfg.ForbiddenPathGlobs = nil
@@ -21,7 +24,7 @@ func benchHook(b *testing.B) *Hook {
 	cfg.AllowedShellCommands[17] = "cat *"
 	cfg.AllowedShellCommands[18] = "grep *"
 	cfg.AllowedShellCommands[19] = "wc *"
-	return newHook(b, cfg)
+	return cfg
 }
 
 func benchBefore(b *testing.B, h *Hook, call *hooks.Call) {
@@ -49,4 +52,23 @@ func BenchmarkAutonomyReadFile(b *testing.B) {
 func BenchmarkAutonomyShellPipeline(b *testing.B) {
 	h := benchHook(b)
 	benchBefore(b, h, hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo | wc -l"}`))
+}
+
+// benchAskHook is benchHook with ask rules that the benchmarks' calls do not match.
+func benchAskHook(b *testing.B) *Hook {
+	cfg := benchConfig(b)
+	cfg.Ask = &AskConfig{Tools: []string{"deploy_*"}, PathGlobs: []string{"deploy/**", "**/prod/**"}, Commands: []string{"git push *", "rm *"}}
+	return newHook(b, cfg)
+}
+
+func BenchmarkAutonomyNoPathAskNoMatch(b *testing.B) {
+	benchBefore(b, benchAskHook(b), hooks.NewCall("web_search", `{"query":"golang generics"}`))
+}
+
+func BenchmarkAutonomyReadFileAskNoMatch(b *testing.B) {
+	benchBefore(b, benchAskHook(b), hooks.NewCall("read_file", `{"path":"src/pkg/sub/x.go"}`))
+}
+
+func BenchmarkAutonomyShellPipelineAskNoMatch(b *testing.B) {
+	benchBefore(b, benchAskHook(b), hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo | wc -l"}`))
 }

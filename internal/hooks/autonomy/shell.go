@@ -32,6 +32,10 @@ func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *
 		return hooks.Deny(RuleShellDisabled, fmt.Sprintf("Tool %q is a shell tool and allowShell is false.", tool))
 	}
 	if kind == codeExecTool {
+		if len(h.askCommands) > 0 {
+			return hooks.Deny(RuleAskCommands, fmt.Sprintf(
+				"Tool %q runs code that cannot be read, so it may run a command that needs approval.", tool))
+		}
 		if !h.allowAll {
 			return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
 				"Tool %q runs code that cannot be analysed; only an allow-list of exactly [\"*\"] permits it.", tool))
@@ -77,16 +81,8 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks
 	if len(an.Commands) == 0 && len(an.Redirects) == 0 && len(an.Unverifiable) == 0 {
 		return hooks.Allow
 	}
-	for _, c := range an.Commands {
-		if !h.commandAllowed(c.Text) {
-			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
-				"Shell command %q is not allowed by allowedShellCommands.", c.Text))
-		}
-		if len(c.Risky) > 0 && !h.riskyAllowed(c) {
-			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
-				"Shell command %q uses %q, which runs programs or writes files; an allowedShellCommands entry must name it explicitly.",
-				c.Text, c.Risky))
-		}
+	if v := h.checkCommandNames(an, cmd); !v.Allowed {
+		return v
 	}
 	if len(an.Unverifiable) > 0 && !h.allowAll {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
@@ -129,6 +125,33 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks
 				return v
 			}
 		}
+	}
+	return hooks.Allow
+}
+
+// checkCommandNames checks every simple command of an analysed command line
+// against the ask commands (in an asker: a command that cannot be read asks
+// too) and the allow-list.
+func (h *Hook) checkCommandNames(an *shellcheck.Analysis, cmd string) hooks.Verdict {
+	for _, c := range an.Commands {
+		for _, p := range h.askCommands {
+			if MatchCommand(p, c.Text) {
+				return hooks.Deny(RuleAskCommands, fmt.Sprintf("Shell command %q matches %q, which needs approval.", c.Text, p))
+			}
+		}
+		if !h.commandAllowed(c.Text) {
+			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
+				"Shell command %q is not allowed by allowedShellCommands.", c.Text))
+		}
+		if len(c.Risky) > 0 && !h.riskyAllowed(c) {
+			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
+				"Shell command %q uses %q, which runs programs or writes files; an allowedShellCommands entry must name it explicitly.",
+				c.Text, c.Risky))
+		}
+	}
+	if len(an.Unverifiable) > 0 && len(h.askCommands) > 0 {
+		return hooks.Deny(RuleAskCommands, fmt.Sprintf(
+			"Shell command %q cannot be read statically (%s), so it may run a command that needs approval.", short(cmd), an.Unverifiable[0]))
 	}
 	return hooks.Allow
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
@@ -61,7 +63,21 @@ type Contract struct {
 	// contract with top-level AllowedPaths also needs an explicit capability
 	// for shell and code_exec.
 	AllowedPaths []string `json:"allowedPaths,omitempty"`
+	// Ask names the calls that, once the contract allowed them, need a
+	// person's approval.
+	Ask *Ask `json:"ask,omitempty"`
 }
+
+// Ask names the calls of a contract that need a person's approval.
+type Ask struct {
+	// Tools are doublestar patterns of tool names (case-insensitive).
+	Tools []string `json:"tools"`
+	// ExpirySeconds bounds the request for approval (0: the default).
+	ExpirySeconds int64 `json:"expirySeconds,omitempty"`
+}
+
+// RuleAskTools asks for approval of a call whose tool a contract's ask names.
+const RuleAskTools = "askTools"
 
 // SenderLimit bounds one caller's calls over a sliding window.
 type SenderLimit struct {
@@ -117,7 +133,42 @@ func (c *Contract) Validate() error {
 	if err := validPaths(c.AllowedPaths); err != nil {
 		return fmt.Errorf("%w: allowedPaths: %w", ErrInvalidContract, err)
 	}
+	return c.Ask.validate()
+}
+
+// validate checks the ask rules (nil has none).
+func (a *Ask) validate() error {
+	if a == nil {
+		return nil
+	}
+	if len(a.Tools) == 0 {
+		return fmt.Errorf("%w: ask needs at least one tool pattern", ErrInvalidContract)
+	}
+	for _, p := range a.Tools {
+		if !doublestar.ValidatePattern(p) {
+			return fmt.Errorf("%w: ask tool pattern %q: %w", ErrInvalidContract, p, hooks.ErrInvalidGlob)
+		}
+	}
+	if a.ExpirySeconds < 0 || a.ExpirySeconds > int64(hooks.MaxApprovalExpiry/time.Second) {
+		return fmt.Errorf("%w: ask expiry %ds must be between 0 and %s", ErrInvalidContract, a.ExpirySeconds, hooks.MaxApprovalExpiry)
+	}
 	return nil
+}
+
+// asks returns the verdict asking for approval of call, when the ask
+// rules name its tool.
+func (a *Ask) asks(call *hooks.Call) (hooks.Verdict, bool) {
+	if a == nil {
+		return hooks.Verdict{}, false
+	}
+	lower := strings.ToLower(call.Tool)
+	for _, p := range a.Tools {
+		if doublestar.MatchUnvalidated(strings.ToLower(p), lower) {
+			return hooks.AskFor(RuleAskTools, fmt.Sprintf("Tool %q matches the tool pattern %q, which needs approval.", call.Tool, p),
+				time.Duration(a.ExpirySeconds)*time.Second), true
+		}
+	}
+	return hooks.Verdict{}, false
 }
 
 func validPaths(ps []string) error {

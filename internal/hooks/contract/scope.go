@@ -2,12 +2,15 @@ package contract
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
+	"github.com/toolhooks/toolhooks/internal/hooks/ratelimit"
 )
 
 // DefaultName is the hook name used when Config.Name is empty.
@@ -29,7 +32,23 @@ type Config struct {
 	// Budgets holds the session counters; a private one (with
 	// DefaultSessionTTL and DefaultMaxSessions) when nil. Pass the Budgets of
 	// the hook this one replaces to keep counts across a configuration push.
+	// Unused when Store is set.
 	Budgets *Budgets
+	// RateLimit limits the selected calls per caller and tool; nil for none.
+	// With the in-process counters it counts in its own Windows.
+	RateLimit *ratelimit.RateLimit
+	// Store is a shared store that counts the budgets and rate limits
+	// instead of Budgets and RateLimit's windows; nil counts in process.
+	Store Store
+	// Policy and RateRules namespace the counters in Store: the policy's
+	// identity across pushes and that of its rate-limit rules.
+	Policy, RateRules string
+	// OnStoreFailure is what a call is given when Store fails;
+	// StateFailureFail when empty.
+	OnStoreFailure StateFailurePolicy
+	// PendingTTL bounds how long a reservation in Store waits for its
+	// after phase; DefaultPendingTTL when 0.
+	PendingTTL time.Duration
 	// PathKeys are extra argument names that carry paths, added to
 	// pathguard.DefaultPathKeys.
 	PathKeys []string
@@ -70,8 +89,14 @@ type ContractScope struct { //nolint:revive // ContractScope is the name the doc
 	subjects *hooks.SubjectMatcher
 	contract *Contract
 	paths    *pathguard.Resolver // nil when no workspace root is configured
-	budgets  *Budgets
+	budgets  *Budgets            // the in-process counters; nil with a shared store
+	rate     *ratelimit.RateLimit
 	pathKeys []string
+
+	store             Store
+	shared            *pendingTable // reservations held in a shared store; nil in process
+	policy, rateRules string
+	ignoreFailures    bool
 
 	prefixes  sync.Map // allowed-path prefix -> its real path, see prefix
 	nPrefixes atomic.Int64
@@ -102,6 +127,22 @@ func New(cfg Config) (*ContractScope, error) {
 		}
 		h.paths = r
 	}
+	switch cfg.OnStoreFailure {
+	case "", StateFailureFail:
+	case StateFailureIgnore:
+		h.ignoreFailures = true
+	default:
+		return nil, fmt.Errorf("contract scope: %w: stateFailurePolicy %q: want %s or %s",
+			ErrInvalidContract, cfg.OnStoreFailure, StateFailureFail, StateFailureIgnore)
+	}
+	h.rate = cfg.RateLimit
+	if cfg.Store != nil {
+		h.budgets = nil
+		h.store = cfg.Store
+		h.shared = &pendingTable{ttl: orDefault(cfg.PendingTTL, DefaultPendingTTL)}
+		h.policy, h.rateRules = cfg.Policy, cfg.RateRules
+		return h, nil
+	}
 	if h.budgets == nil {
 		b, err := NewBudgets(BudgetConfig{})
 		if err != nil {
@@ -109,6 +150,7 @@ func New(cfg Config) (*ContractScope, error) {
 		}
 		h.budgets = b
 	}
+	h.store = &localStore{budgets: h.budgets, rate: h.rate}
 	return h, nil
 }
 
@@ -126,64 +168,118 @@ func budgetKey(call *hooks.Call) string {
 // Name returns the hook name.
 func (h *ContractScope) Name() string { return h.name }
 
-// Budgets returns the hook's session counters.
+// Budgets returns the hook's in-process session counters (nil when a shared
+// store counts).
 func (h *ContractScope) Budgets() *Budgets { return h.budgets }
 
-// Before decides the call against its contract and, when the contract has a
-// budget and the call is allowed, reserves one slot of it.
+// Before decides the call against its contract and, when it is allowed,
+// counts it: one reservation takes a slot of the session budget, of the
+// caller's window and of the tool's rate limit, all or nothing. A counted
+// call whose tool the contract's ask names is asked about instead of
+// allowed; its slot is given back if it is then not run.
 func (h *ContractScope) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
 	if !h.subjects.Matches(call) {
 		return hooks.Allow, nil
 	}
+	v, err := h.decide(ctx, call)
+	if err == nil && v.Allowed {
+		if ask, ok := h.contract.Ask.asks(call); ok {
+			return ask, nil
+		}
+	}
+	return v, err
+}
+
+// decide is Before for a call the subjects bind, without the ask rules.
+func (h *ContractScope) decide(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
 	c := h.contract
 	if c.MaxToolCalls < 0 || c.MaxToolCalls > MaxToolCallsLimit {
 		return hooks.Deny(RuleInvalidContract, fmt.Sprintf(
 			"The contract for session %q has an invalid maxToolCalls (%d)", call.SessionID, c.MaxToolCalls)), nil
 	}
-	if c.MaxToolCalls > 0 && h.budgets.exhausted(budgetKey(call), c.MaxToolCalls) {
-		return h.overBudget(call, c), nil
+	if h.budgets != nil && c.MaxToolCalls > 0 && h.budgets.exhausted(budgetKey(call), c.MaxToolCalls) {
+		return DenyOverBudget(&Reservation{Call: call, MaxToolCalls: c.MaxToolCalls}), nil
 	}
 	if v := h.checkScope(pathguard.MemoFrom(ctx), call, c); !v.Allowed {
 		return v, nil
 	}
-	if calls, window := c.perSender(); calls > 0 {
-		who := callerOf(call)
-		ok, full := h.budgets.senders(window).Take(who, h.budgets.now(), calls)
-		switch {
-		case full:
-			return hooks.Deny(RuleMaxToolCallsPerSender, fmt.Sprintf(
-				"The per-caller budget table is full (%d callers within their window); caller %q cannot start one until others go idle",
-				h.budgets.maxSess, who)), nil
-		case !ok:
-			return hooks.Deny(RuleMaxToolCallsPerSender, fmt.Sprintf(
-				"Caller %q has made its %d tool calls allowed per %s, across all its sessions", who, calls, window)), nil
-		}
+	r := Reservation{Call: call, Policy: h.policy, Session: budgetKey(call), Owner: senderOf(call),
+		MaxToolCalls: c.MaxToolCalls, RateRules: h.rateRules}
+	r.CallerCalls, r.CallerWindow = c.perSender()
+	if r.CallerCalls > 0 {
+		r.Caller = callerOf(call)
 	}
-	if c.MaxToolCalls > 0 {
-		switch h.budgets.reserve(call, c.MaxToolCalls) {
-		case overBudget:
-			return h.overBudget(call, c), nil
-		case tableFull:
-			return hooks.Deny(RuleMaxToolCalls, fmt.Sprintf(
-				"The call budget table is full (%d sessions within their idle timeout); session %q cannot start a budget until others expire",
-				h.budgets.maxSess, call.SessionID)), nil
-		case senderFull:
-			return hooks.Deny(RuleMaxToolCalls, fmt.Sprintf(
-				"Caller %q has %d sessions with a budget within their idle timeout, its limit; session %q cannot start one until some expire",
-				senderOf(call), h.budgets.maxPerSend, call.SessionID)), nil
-		}
+	if h.rate != nil {
+		r.RatePerMinute, _ = h.rate.Limit(call.Tool)
 	}
-	return hooks.Allow, nil
-}
-
-func (h *ContractScope) overBudget(call *hooks.Call, c *Contract) hooks.Verdict {
-	return hooks.Deny(RuleMaxToolCalls, fmt.Sprintf(
-		"Session %q has used its budget of %d tool calls", call.SessionID, c.MaxToolCalls))
+	if r.MaxToolCalls == 0 && r.CallerCalls == 0 && r.RatePerMinute == 0 {
+		return hooks.Allow, nil
+	}
+	if h.shared == nil {
+		return h.store.Reserve(ctx, &r)
+	}
+	r.ID = newReservationID()
+	v, err := h.store.Reserve(ctx, &r)
+	switch {
+	case err != nil && h.ignoreFailures:
+		return hooks.Allow, nil
+	case err != nil:
+		if r.MaxToolCalls > 0 && !errors.Is(err, ErrNotSent) {
+			// The reservation may have been taken before the failure was
+			// seen; give it back, as the call will not run.
+			releaseAfterFailure(h.store, &r)
+		}
+		return hooks.Deny(RuleStateStore, fmt.Sprintf(
+			"The call cannot be counted against the contract's budgets and rate limits: the state store (%s) failed: %v", h.store.Name(), err)), nil
+	case v.Allowed && r.MaxToolCalls > 0:
+		h.shared.put(&r)
+	}
+	return v, nil
 }
 
 // After settles the reservation Before took for call, if any: a call denied
 // by a later hook (or whose before phase was cancelled) gives its slot back;
 // every other outcome counts as executed.
-func (h *ContractScope) After(_ context.Context, call *hooks.Call, res *hooks.Result) {
-	h.budgets.settle(call, res != nil && res.Status == hooks.StatusDenied)
+func (h *ContractScope) After(ctx context.Context, call *hooks.Call, res *hooks.Result) {
+	executed := res == nil || res.Status != hooks.StatusDenied
+	if h.shared == nil {
+		_ = h.store.Settle(ctx, &Reservation{Call: call}, executed)
+		return
+	}
+	if r := h.shared.take(call); r != nil {
+		// A settle that fails leaves the slot reserved until the store
+		// commits it at its deadline: a failure only ever errs strict.
+		_ = h.store.Settle(ctx, r, executed)
+	}
+}
+
+// maxReleasesInFlight bounds the reservations being released after a
+// store failure; beyond it a reservation stays counted (strict) rather than
+// add load to a store that is failing.
+const maxReleasesInFlight = 1024
+
+// releasesInFlight counts the goroutines of releaseAfterFailure.
+var releasesInFlight atomic.Int64
+
+// releaseAfterFailure gives back r's slot in the background, in case the
+// store took it before Reserve failed (a reservation stuck in a connection
+// to a server that hangs can still run when it wakes up). Releasing a
+// reservation that does not exist records it cancelled, so that it takes
+// nothing if it arrives later; so the release is retried, with backoff,
+// until the store answers or a minute has passed.
+func releaseAfterFailure(store Store, r *Reservation) {
+	if releasesInFlight.Add(1) > maxReleasesInFlight {
+		releasesInFlight.Add(-1)
+		return
+	}
+	go func() {
+		defer releasesInFlight.Add(-1)
+		wait := 50 * time.Millisecond
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); wait = min(2*wait, 2*time.Second) {
+			if store.Settle(context.Background(), r, false) == nil {
+				return
+			}
+			time.Sleep(wait)
+		}
+	}()
 }

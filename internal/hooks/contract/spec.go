@@ -1,7 +1,8 @@
 package contract
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
@@ -18,6 +19,9 @@ type Spec struct {
 	Contract
 	// RateLimits limit the selected calls per caller and tool.
 	RateLimits []ratelimit.Rule `json:"rateLimits,omitempty"`
+	// StateFailurePolicy is what a call is given when the shared state
+	// store cannot count it: Fail (deny, the default) or Ignore (allow uncounted).
+	StateFailurePolicy StateFailurePolicy `json:"stateFailurePolicy,omitempty"`
 }
 
 // Validate checks s without touching the file system. Errors wrap
@@ -34,37 +38,47 @@ func Validate(s *Spec) error {
 			return err
 		}
 	}
-	return nil
+	switch s.StateFailurePolicy {
+	case "", StateFailureFail, StateFailureIgnore:
+		return nil
+	}
+	return fmt.Errorf("%w: stateFailurePolicy %q: want %s or %s", ErrInvalidContract, s.StateFailurePolicy,
+		StateFailureFail, StateFailureIgnore)
 }
 
 // Build returns the hook of a ContractPolicy entry named name on a gateway:
-// the contract scope, then (when the spec has rate limits) the rate-limit
-// hook for the calls the subjects select. key identifies the policy across
-// configuration pushes (its uid): the budgets and windows in state are kept
-// under it. Relative paths resolve against the gateway's workspace.
+// the contract scope with its budgets and rate limits for the calls the
+// subjects select. key identifies the policy across configuration pushes
+// (its uid): the counters in state are kept under it. Relative paths
+// resolve against the gateway's workspace.
 func Build(name, key string, s *Spec, env hooks.BuildEnv, state *State) (hooks.Hook, error) {
 	matcher, err := hooks.NewSubjectMatcher(s.Subjects)
 	if err != nil {
 		return nil, err
 	}
-	budgets, err := state.budgetsFor(key)
-	if err != nil {
-		return nil, err
-	}
+	cfg := Config{Name: name, Subjects: matcher, WorkspaceRoot: env.Workspace, OnStoreFailure: s.StateFailurePolicy}
 	c := s.Contract
-	scope, err := New(Config{Name: name, Subjects: matcher, Contract: &c, WorkspaceRoot: env.Workspace, Budgets: budgets})
+	cfg.Contract = &c
+	shared := state.shared()
+	if len(s.RateLimits) > 0 {
+		rc := ratelimit.Config{Name: name, Rules: s.RateLimits}
+		if shared == nil {
+			rc.Windows = state.windowsFor(windowsKey(key, s))
+		}
+		if cfg.RateLimit, err = ratelimit.New(rc); err != nil {
+			return nil, err
+		}
+	}
+	if shared != nil {
+		cfg.Store, cfg.Policy, cfg.RateRules, cfg.PendingTTL = shared, key, rulesID(s), state.budgetCfg.PendingTTL
+	} else if cfg.Budgets, err = state.budgetsFor(key); err != nil {
+		return nil, err
+	}
+	scope, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	names := s.toolNames()
-	if len(s.RateLimits) == 0 {
-		return &hook{name: name, parts: []hooks.Hook{scope}, names: names, subjects: matcher}, nil
-	}
-	limits, err := ratelimit.New(ratelimit.Config{Name: name, Rules: s.RateLimits, Windows: state.windowsFor(windowsKey(key, s))})
-	if err != nil {
-		return nil, err
-	}
-	return &hook{name: name, parts: []hooks.Hook{scope, subjectFilter{Hook: limits, m: matcher}}, names: names, subjects: matcher}, nil
+	return &hook{ContractScope: scope, names: s.toolNames(), subjects: matcher}, nil
 }
 
 // toolNames are the exact tool names (not globs) s names.
@@ -79,11 +93,10 @@ func (s *Spec) toolNames() []string {
 	return hooks.ExactToolNames(tools)
 }
 
-// hook runs the contract's parts as one named hook: the first denial wins;
-// every part's After runs.
+// hook is a contract policy's hook: its scope, with the tool names and
+// subjects the gateway lists.
 type hook struct {
-	name     string
-	parts    []hooks.Hook
+	*ContractScope
 	names    []string
 	subjects *hooks.SubjectMatcher // nil binds every call
 }
@@ -94,52 +107,11 @@ var (
 	_ hooks.Scoped       = (*hook)(nil)
 )
 
-func (h *hook) Name() string { return h.name }
-
-func (h *hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
-	for _, p := range h.parts {
-		v, err := p.Before(ctx, call)
-		if err != nil || !v.Allowed {
-			return v, err
-		}
-	}
-	return hooks.Allow, nil
-}
-
-func (h *hook) After(ctx context.Context, call *hooks.Call, res *hooks.Result) {
-	for _, p := range h.parts {
-		p.After(ctx, call, res)
-	}
-}
-
-// CheckExec re-checks a command a running shell tool starts (see ContractScope.CheckExec).
-func (h *hook) CheckExec(ctx context.Context, call *hooks.Call, dir string, env, argv []string) hooks.Verdict {
-	return h.parts[0].(*ContractScope).CheckExec(ctx, call, dir, env, argv)
-}
-
-// CheckOpen re-checks a file a running tool opens (see ContractScope.CheckOpen).
-func (h *hook) CheckOpen(ctx context.Context, call *hooks.Call, path string, write bool) hooks.Verdict {
-	return h.parts[0].(*ContractScope).CheckOpen(ctx, call, path, write)
-}
-
 // Subjects returns the contract's subjects (nil binds every call).
 func (h *hook) Subjects() *hooks.SubjectMatcher { return h.subjects }
 
 // ToolNames returns the exact tool names the spec names.
 func (h *hook) ToolNames() []string { return h.names }
-
-// subjectFilter applies a hook only to the calls a contract's subjects match.
-type subjectFilter struct {
-	hooks.Hook
-	m *hooks.SubjectMatcher
-}
-
-func (f subjectFilter) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
-	if !f.m.Matches(call) {
-		return hooks.Allow, nil
-	}
-	return f.Hook.Before(ctx, call)
-}
 
 // State carries the runtime state of contract policies across configuration
 // pushes (session budgets, caller windows and rate-limit windows), so that a
@@ -148,6 +120,7 @@ func (f subjectFilter) Before(ctx context.Context, call *hooks.Call) (hooks.Verd
 type State struct {
 	mu        sync.Mutex
 	budgetCfg BudgetConfig
+	store     Store // a shared store; nil counts in process
 	budgets   map[string]*Budgets
 	windows   map[string]*ratelimit.Windows // by policy and rules (windowsKey)
 }
@@ -156,6 +129,33 @@ type State struct {
 // (session TTL and caps).
 func NewState(cfg BudgetConfig) *State {
 	return &State{budgetCfg: cfg, budgets: map[string]*Budgets{}, windows: map[string]*ratelimit.Windows{}}
+}
+
+// NewSharedState returns state kept in store, shared with every gateway
+// that uses the same store; cfg's PendingTTL bounds how long a
+// reservation waits for its after phase.
+func NewSharedState(store Store, cfg BudgetConfig) *State {
+	s := NewState(cfg)
+	s.store = store
+	return s
+}
+
+// shared returns the shared store, nil when counting in process.
+func (s *State) shared() Store {
+	if s == nil {
+		return nil
+	}
+	return s.store
+}
+
+// rulesID identifies a contract's rate-limit rules, so that counters in a
+// shared store are kept while the rules stay the same.
+func rulesID(s *Spec) string {
+	h := sha256.New()
+	for _, r := range s.RateLimits {
+		_, _ = fmt.Fprintf(h, "%s\x00%d\x00", r.Tools, r.PerSenderPerMinute)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
 // windowsFor returns the rate-limit windows under key, kept as long as the

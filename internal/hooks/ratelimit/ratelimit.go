@@ -216,11 +216,15 @@ func (h *RateLimit) Before(_ context.Context, call *hooks.Call) (hooks.Verdict, 
 		}
 	}
 	if !c.take(now, int64(limit)) {
-		return hooks.Deny(RuleRateLimit, fmt.Sprintf(
-			"sender %q reached the limit of %d calls per minute for tool %q",
-			call.SenderID, limit, call.Tool)), nil
+		return Denial(call.SenderID, call.Tool, limit), nil
 	}
 	return hooks.Allow, nil
+}
+
+// Denial is the denial of a call from sender to tool beyond limit calls per minute.
+func Denial(sender, tool string, limit int) hooks.Verdict {
+	return hooks.Deny(RuleRateLimit, fmt.Sprintf(
+		"sender %q reached the limit of %d calls per minute for tool %q", sender, limit, tool))
 }
 
 // After does nothing: the hook counts calls when it allows them.

@@ -21,7 +21,7 @@ func FuzzAnalyze(f *testing.F) {
 		"bash -c \"echo {x,}\" > {o,}", "cat <<EOF\n{a,}\nEOF", "x=1 {a,b}=c", "[ \"$x\" ] && ls",
 		"echo `ls {a,}`", "coproc ls", "ls |& cat", "cat a\\{b,c\\}", "echo ${x:-{a,}}",
 		"cat a | grep b > c; ls -l && echo $X", "a=1 b=2 ls", "echo 'x' \"y\" > f 2>&1", "! ls || true",
-		"case x in a) ls;; esac", "time ls", "x+=1", "echo $'a'", "local x=1", "ls &> f",
+		"case x in a) ls;; esac", "time ls", "x+=1", "echo $'a'", "local x=1", "ls &> f", "local\r", "export\vx=1",
 	} {
 		f.Add(s)
 	}

@@ -282,7 +282,12 @@ func sameReadings(src string) bool {
 			return false
 		}
 	}
-	for w := range strings.FieldsFuncSeq(src, func(r rune) bool { return strings.ContainsRune(" \t\n;|&<>!'\"\\`", r) }) {
+	// Any rune that cannot be part of a name separates words here, so a
+	// keyword next to a byte the parser skips (a carriage return, say) is
+	// still seen.
+	for w := range strings.FieldsFuncSeq(src, func(r rune) bool {
+		return r != '_' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9')
+	}) {
 		switch w {
 		case "let", "function", "declare", "local", "export", "readonly", "typeset", "nameref", "time", "coproc", "select":
 			return false
