@@ -10,8 +10,9 @@ import (
 // that a result filter withheld; the filter's hook name follows.
 const WithheldText = "Tool result withheld by hook: "
 
-// RuleResultScanFailed: a result filter returned an error or panicked; the
-// result is withheld, never passed on unscanned.
+// RuleResultScanFailed is the rule of a result a filter could not scan (it
+// returned an error or panicked): the result is withheld, never passed on
+// unscanned.
 const RuleResultScanFailed = "ResultScanFailed"
 
 // ResultFilter is an optional interface for hooks that police what a tool
@@ -36,6 +37,9 @@ type Filtered struct {
 	Rule, Reason string
 	// Findings are the filter's rules that matched: never the values.
 	Findings []ResultFinding
+	// Scanned is true when the filter looked at the output (it selects the
+	// call); the executor then records its work even when nothing matched.
+	Scanned bool
 }
 
 // ResultFinding is what one rule of a result filter found.
@@ -48,7 +52,8 @@ type ResultFinding struct {
 	Bytes int `json:"bytes"`
 }
 
-// ResultFiltering records one result filter's work on a call.
+// ResultFiltering records one result filter's work on a call: a call's
+// result was scanned when its Result holds one.
 type ResultFiltering struct {
 	Hook   string    `json:"hook"`
 	Policy PolicyRef `json:"policy,omitzero"`
@@ -77,7 +82,7 @@ func (e *Executor) filterResult(ctx context.Context, call *Call, res *Result) {
 			return
 		}
 		warn := f.action == ActionWarn
-		if len(out.Findings) > 0 || out.Withhold {
+		if out.Scanned || len(out.Findings) > 0 || out.Withhold {
 			res.Filtering = append(res.Filtering, ResultFiltering{Hook: f.name, Policy: f.policy, Warn: warn, Findings: out.Findings})
 		}
 		switch {
