@@ -79,4 +79,19 @@ func warningsOf(ws []hooks.Decision) []wire.Denial {
 	return out
 }
 
+// redactionsOf lists what the result filters found, rule by rule.
+func redactionsOf(fs []hooks.ResultFiltering) []wire.Redaction {
+	var out []wire.Redaction
+	for _, f := range fs {
+		for _, x := range f.Findings {
+			action := x.Action
+			if f.Warn {
+				action = string(hooks.ActionWarn)
+			}
+			out = append(out, wire.Redaction{Hook: f.Hook, Rule: x.Rule, Action: action, Count: x.Count, Bytes: x.Bytes})
+		}
+	}
+	return out
+}
+
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -35,8 +35,8 @@ type ApplyResult struct {
 //
 // The hook list must begin with the AuditLog hook (the compiler always puts
 // it there): a configuration without it is invalid, so no push can turn
-// auditing off. A configuration holding no other hook (no policy selects
-// this gateway) comes into force as the no-policy state: every call is
+// auditing off. A configuration holding no hook that decides on calls (no
+// policy selects this gateway, or only result policies do) comes into force as the no-policy state: every call is
 // denied with RuleNoPolicy and the gateway is not ready (its revision is
 // still reported, so that its pusher does not push it again).
 func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source string) (ApplyResult, error) {
@@ -89,7 +89,7 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	}
 	var exec *hooks.Executor
 	noPolicy := ""
-	if len(cfg.Hooks) == 1 {
+	if !cfg.DecidesCalls() {
 		noPolicy = NoPolicySelectedReason
 		exec, err = s.noPolicyExecutor(noPolicy)
 		entries = nil

@@ -50,7 +50,8 @@ const NoPolicyReason = "no policy configuration has been received yet"
 
 // NoPolicySelectedReason is the reason of a RuleNoPolicy denial under a
 // configuration that holds no policy.
-const NoPolicySelectedReason = "no policy selects this gateway (the configuration in force holds only the AuditLog hook); " +
+const NoPolicySelectedReason = "no policy that decides on calls selects this gateway (the configuration in force holds only " +
+	"the AuditLog hook and result policies); " +
 	"every call is denied until one does: an allow-all gateway needs a policy that allows all"
 
 // DefaultMaxBodyBytes bounds request bodies when Options.MaxBodyBytes and

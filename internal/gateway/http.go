@@ -89,6 +89,8 @@ func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) {
 		Denial:     denialOf(res.Denial),
 		Warnings:   warningsOf(res.Warnings),
 		Approval:   approvalOf(res.Approval),
+		Withheld:   denialOf(res.Withheld),
+		Redactions: redactionsOf(res.Filtering),
 		DurationMs: millis(res.Duration),
 	})
 }

@@ -194,7 +194,7 @@ func (m *metrics) observe(api string, call *hooks.Call, res *hooks.Result, hookT
 		m.warnings.WithLabelValues(tool, m.hookNames.value(w.Hook)).Inc()
 	}
 	if res.Status == hooks.StatusSucceeded || res.Status == hooks.StatusFailed || res.Status == hooks.StatusTimedOut ||
-		res.Status == hooks.StatusCancelled {
+		res.Status == hooks.StatusCancelled || res.Status == hooks.StatusWithheld {
 		m.toolDuration.WithLabelValues(tool).Observe(res.Duration.Seconds())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
+	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
 	"github.com/toolhooks/toolhooks/internal/plugins"
 )
 
@@ -21,6 +22,7 @@ const (
 	KindAutonomyPolicy Kind = "AutonomyPolicy"
 	KindContractPolicy Kind = "ContractPolicy"
 	KindPluginHook     Kind = "PluginHook"
+	KindResultPolicy   Kind = "ResultPolicy"
 )
 
 // kind is what this package knows of one hook kind; everything else is in
@@ -66,6 +68,14 @@ var kinds = map[Kind]kind{
 			}
 			p, err := o.Plugins(ref)
 			return p, h.Plugin.FailOpen, err
+		},
+	},
+	KindResultPolicy: {
+		hasSpec:  func(h *Hook) bool { return h.Result != nil },
+		validate: func(h *Hook) error { return resultscan.Validate(h.Result) },
+		build: func(h *Hook, _ *BuildOptions) (hooks.Hook, bool, error) {
+			r, err := resultscan.Build(h.Name, h.Result)
+			return r, false, err
 		},
 	},
 }
@@ -144,6 +154,10 @@ func unboundGuard(cfg *Config, entries []hooks.Entry) (unbound, bool) {
 	}
 	var u unbound
 	for _, e := range entries[1:] {
+		if _, filter := e.Hook.(hooks.ResultFilter); filter {
+			// A result policy decides nothing before a call: it binds none.
+			continue
+		}
 		s, ok := e.Hook.(hooks.Scoped)
 		if !ok || s.Subjects() == nil {
 			return unbound{}, false

@@ -16,6 +16,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
+	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
 	"github.com/toolhooks/toolhooks/internal/plugins"
 )
 
@@ -48,6 +49,8 @@ type Hook struct {
 	Contract *contract.Spec `json:"contract,omitempty"`
 	// Plugin is a PluginHook entry's spec.
 	Plugin *plugins.Spec `json:"plugin,omitempty"`
+	// Result is a ResultPolicy entry's spec.
+	Result *resultscan.Spec `json:"result,omitempty"`
 }
 
 // PushAudience is the audience of the ServiceAccount token the controller
@@ -87,6 +90,18 @@ func (h *Hook) Validate() error {
 		return nil
 	}
 	return k.validate(h)
+}
+
+// DecidesCalls reports whether c holds a hook that decides on calls before
+// they run: a list of the AuditLog and result policies alone decides
+// nothing, so that a gateway given only those does not allow every call.
+func (c *Config) DecidesCalls() bool {
+	for _, h := range c.Hooks {
+		if h.Kind != KindAuditLog && h.Kind != KindResultPolicy {
+			return true
+		}
+	}
+	return false
 }
 
 // Validate checks every entry and that names are unique.

@@ -13,6 +13,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
 	"github.com/toolhooks/toolhooks/internal/hooks/ratelimit"
+	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
 	"github.com/toolhooks/toolhooks/internal/plugins"
 )
 
@@ -68,6 +69,16 @@ func TestValidateRejectsBadEntriesWithTheirClass(t *testing.T) {
 			Stdio: &plugins.StdioSpec{Command: "node"}}}, hooks.ErrInvalidSpec},
 		{"an entry whose spec does not match its kind", Hook{Name: "x", Kind: KindAutonomyPolicy, Contract: &contract.Spec{Contract: contract.Contract{MaxToolCalls: 1}}}, hooks.ErrInvalidSpec},
 		{"an unknown action", Hook{Name: "a", Kind: KindAutonomyPolicy, Action: "Audit", Autonomy: &autonomy.Config{}}, hooks.ErrInvalidSpec},
+		{"a result policy without its spec", Hook{Name: "r", Kind: KindResultPolicy}, hooks.ErrInvalidSpec},
+		{"a result policy looking for nothing", Hook{Name: "r", Kind: KindResultPolicy, Result: &resultscan.Spec{Tools: []string{"*"}}}, hooks.ErrInvalidSpec},
+		{"a result policy with an unknown detector", Hook{Name: "r", Kind: KindResultPolicy,
+			Result: &resultscan.Spec{Tools: []string{"*"}, Detectors: []string{"everything"}}}, hooks.ErrInvalidSpec},
+		{"a result policy pattern that does not parse", Hook{Name: "r", Kind: KindResultPolicy,
+			Result: &resultscan.Spec{Tools: []string{"*"}, Patterns: []resultscan.PatternSpec{{Name: "p", Regex: "a(b"}}}}, hooks.ErrInvalidSpec},
+		{"a result policy subject glob that does not parse", Hook{Name: "r", Kind: KindResultPolicy,
+			Result: &resultscan.Spec{Tools: []string{"*"}, Detectors: []string{"secrets"}, Subjects: hooks.Subjects{Senders: []string{"a["}}}}, hooks.ErrInvalidGlob},
+		{"a result policy timeout above 30s", Hook{Name: "r", Kind: KindResultPolicy,
+			Result: &resultscan.Spec{Tools: []string{"*"}, Detectors: []string{"secrets"}, TimeoutMillis: 30001}}, hooks.ErrInvalidSpec},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,6 +250,8 @@ func TestACallNoPolicyBindsIsDenied(t *testing.T) {
 	admins := Hook{Name: "AutonomyPolicy/ns/admins", Kind: KindAutonomyPolicy, Autonomy: &autonomy.Config{
 		Subjects: hooks.Subjects{Callers: []hooks.CallerSubject{{Kind: hooks.CallerGroup, Name: "admins"}}}}}
 	everyone := Hook{Name: "AutonomyPolicy/ns/everyone", Kind: KindAutonomyPolicy, Autonomy: &autonomy.Config{}}
+	results := Hook{Name: "ResultPolicy/ns/results", Kind: KindResultPolicy, Result: &resultscan.Spec{
+		Tools: []string{"*"}, Detectors: []string{resultscan.SetSecrets}}}
 	call := func(sender string, groups ...string) *hooks.Call {
 		c := hooks.NewCall("list_dir", `{}`)
 		c.SessionID, c.SenderID = "s", sender
@@ -256,6 +269,8 @@ func TestACallNoPolicyBindsIsDenied(t *testing.T) {
 		{"a caller no policy binds", []Hook{bots, admins}, call("carol", "devs"), true},
 		{"a call without a verified caller", []Hook{admins}, hooks.NewCall("list_dir", `{}`), true},
 		{"a caller only a policy without subjects binds", []Hook{bots, admins, everyone}, call("carol"), false},
+		// A result policy binds nobody: it decides nothing before a call.
+		{"a caller only a result policy scans", []Hook{bots, admins, results}, call("carol", "devs"), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := newConfig(tc.list...)

@@ -269,17 +269,23 @@ func callerContext(call *hooks.Call, session *mcp.ServerSession, extra *mcp.Requ
 // the hook on its first line (the compatible denial text) and the policy,
 // rule and reason on the next ones, since many hosts show the model only
 // text contents; a denial's structuredContent is repeated as JSON text, and
-// so is an upstream's when its result has no text.
+// so is an upstream's when its result has no text. An upstream's result
+// that a result policy scanned is answered with the scanned text alone (its
+// other contents and structuredContent were not scanned, so they never
+// leave); a withheld result is an error whose text names the hook.
 func toResult(res *hooks.Result, up *slot, typed bool) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{}
 	full, upErr := up.get()
 	switch {
-	case full != nil && (res.Status == hooks.StatusSucceeded || res.Status == hooks.StatusFailed):
+	case full != nil && len(res.Filtering) == 0 && (res.Status == hooks.StatusSucceeded || res.Status == hooks.StatusFailed):
 		c := *full // the upstream's own result, passed through
 		out = &c
 		out.IsError = res.Status == hooks.StatusFailed
 		out.Content = withStructuredText(c.Content, c.StructuredContent)
 	case res.Status == hooks.StatusSucceeded:
+		out.Content = []mcp.Content{&mcp.TextContent{Text: res.Output}}
+	case res.Status == hooks.StatusFailed && len(res.Filtering) > 0:
+		out.IsError = true
 		out.Content = []mcp.Content{&mcp.TextContent{Text: res.Output}}
 	case res.Status == hooks.StatusDenied:
 		d := gateway.DenialOf(res.Denial)

@@ -78,8 +78,9 @@ func (h *pluginHook) failed(e *Error) error {
 	return e
 }
 
-// After queues hook_after for a call whose tool ran (succeeded, failed or
-// timed out), if the plugin subscribed to tool:after and the tool passes the
+// After queues hook_after for a call whose tool ran (succeeded, failed,
+// timed out, cancelled, or its result withheld: the plugin gets the withheld
+// text), if the plugin subscribed to tool:after and the tool passes the
 // filter. It never blocks: when the plugin's queue is full the event is
 // dropped and counted.
 func (h *pluginHook) After(_ context.Context, call *hooks.Call, res *hooks.Result) {
@@ -87,7 +88,7 @@ func (h *pluginHook) After(_ context.Context, call *hooks.Call, res *hooks.Resul
 		return
 	}
 	switch res.Status {
-	case hooks.StatusSucceeded, hooks.StatusFailed, hooks.StatusTimedOut, hooks.StatusCancelled:
+	case hooks.StatusSucceeded, hooks.StatusFailed, hooks.StatusTimedOut, hooks.StatusCancelled, hooks.StatusWithheld:
 	default: // denied, unknown or not run here: plugins are told only of tool runs
 		return
 	}

@@ -61,7 +61,8 @@ type Denial struct {
 
 // ToolCallResponse is the answer of POST /v1/tool-calls.
 type ToolCallResponse struct {
-	// Status is succeeded, failed, denied, timed_out, cancelled or unknown_tool.
+	// Status is succeeded, failed, denied, timed_out, cancelled, withheld or
+	// unknown_tool.
 	Status string `json:"status"`
 	// Result is the text for the model: the tool's output or the gateway's
 	// own text ("Tool execution denied by hook: <hook>", "Error: ...").
@@ -73,8 +74,26 @@ type ToolCallResponse struct {
 	// Approval is the request for approval a policy made for the call, when
 	// one did: its name (to retry the call once decided), state and decider.
 	Approval *Approval `json:"approval,omitempty"`
+	// Withheld explains a result a result policy withheld (status withheld).
+	Withheld *Denial `json:"withheld,omitempty"`
+	// Redactions are the rules of the result policies that matched the
+	// result, how often and how many bytes (never the values).
+	Redactions []Redaction `json:"redactions,omitempty"`
 	// DurationMs is how long the tool ran, in milliseconds.
 	DurationMs float64 `json:"durationMs"`
+}
+
+// Redaction is what one rule of a result policy found in a result.
+type Redaction struct {
+	// Hook is the result policy's hook name.
+	Hook string `json:"hook"`
+	// Rule is the rule that matched.
+	Rule string `json:"rule"`
+	// Action is what the rule did: Redact, Withhold or Warn (recorded only).
+	Action string `json:"action"`
+	// Count is how many matches; Bytes how many bytes they held.
+	Count int `json:"count"`
+	Bytes int `json:"bytes"`
 }
 
 // Approval is a request for a person's approval of a call (a ToolCallApproval).

@@ -49,6 +49,10 @@ func TestJSONNames(t *testing.T) {
 			`{"status":"denied","result":"Tool execution denied by hook: h","denial":` + denialJSON +
 				`,"warnings":[` + denialJSON + `],"durationMs":1.5}`},
 		{"empty ToolCallResponse", &wire.ToolCallResponse{}, `{"status":"","result":"","durationMs":0}`},
+		{"withheld ToolCallResponse", &wire.ToolCallResponse{Status: "withheld", Result: "Tool result withheld by hook: h", Withheld: &denial,
+			Redactions: []wire.Redaction{{Hook: "h", Rule: "jwt", Action: "Withhold", Count: 2, Bytes: 300}}},
+			`{"status":"withheld","result":"Tool result withheld by hook: h","withheld":` + denialJSON +
+				`,"redactions":[{"hook":"h","rule":"jwt","action":"Withhold","count":2,"bytes":300}],"durationMs":0}`},
 		{"DecisionResponse", &wire.DecisionResponse{Allowed: true, Decision: "allow", Denial: &denial, Warnings: []wire.Denial{denial}},
 			`{"allowed":true,"decision":"allow","denial":` + denialJSON + `,"warnings":[` + denialJSON + `]}`},
 		{"asking DecisionResponse", &wire.DecisionResponse{Decision: "ask", Ask: &denial,

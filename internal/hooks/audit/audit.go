@@ -95,6 +95,12 @@ type Record struct {
 	// Approval is the request for approval and its outcome: its name, and
 	// who approved or denied the call and why.
 	Approval *hooks.Approval
+	// Withheld is the decision of the result filter that withheld the
+	// tool's result (outcome withheld).
+	Withheld *hooks.Decision
+	// Filtering is what the result filters found in the tool's result: the
+	// rules that matched, how often and how many bytes; never the values.
+	Filtering []hooks.ResultFiltering
 	// Duration is how long the tool ran (zero when it did not run).
 	Duration time.Duration
 	// ArgumentLength is the length in bytes of the arguments text.
@@ -198,6 +204,12 @@ func (s *SlogSink) Emit(ctx context.Context, r Record) error {
 	}
 	if r.Approval != nil {
 		rec.AddAttrs(slog.Any("approval", r.Approval))
+	}
+	if r.Withheld != nil {
+		rec.AddAttrs(slog.Any("withheld", r.Withheld))
+	}
+	if len(r.Filtering) > 0 {
+		rec.AddAttrs(slog.Any("filtering", r.Filtering))
 	}
 	rec.AddAttrs(
 		slog.Float64("durationMs", float64(r.Duration)/float64(time.Millisecond)),
@@ -337,6 +349,14 @@ func (a *AuditLog) record(call *hooks.Call, res *hooks.Result) Record {
 	if res.Approval != nil {
 		a := *res.Approval
 		r.Approval = &a
+	}
+	if res.Withheld != nil {
+		d := *res.Withheld
+		r.Withheld = &d
+	}
+	for _, f := range res.Filtering {
+		f.Findings = slices.Clone(f.Findings)
+		r.Filtering = append(r.Filtering, f)
 	}
 	return r
 }

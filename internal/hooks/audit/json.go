@@ -205,6 +205,14 @@ func appendRecord(b []byte, r *Record) ([]byte, bool) {
 		b = appendOptional(b, `,"reason":`, a.Reason)
 		b = append(b, '}')
 	}
+	if r.Withheld != nil {
+		b = appendDecision(append(b, `,"withheld":`...), r.Withheld)
+	}
+	if len(r.Filtering) > 0 {
+		b = jsonappend.Array(append(b, `,"filtering":`...), len(r.Filtering), func(b []byte, i int) []byte {
+			return appendFiltering(b, &r.Filtering[i])
+		})
+	}
 	b = append(b, `,"durationMs":`...)
 	b = jsonappend.Float(b, float64(r.Duration)/float64(time.Millisecond))
 	b = append(b, `,"argumentLength":`...)
@@ -220,27 +228,54 @@ func appendDecision(b []byte, d *hooks.Decision) []byte {
 	b = append(b, `{"allowed":`...)
 	b = strconv.AppendBool(b, d.Allowed)
 	b = appendOptional(b, `,"hook":`, d.Hook)
-	if d.Policy != (hooks.PolicyRef{}) {
-		p := &d.Policy
-		b = append(b, `,"policy":{`...)
-		n := len(b)
-		b = appendOptional(b, `,"kind":`, p.Kind)
-		b = appendOptional(b, `,"namespace":`, p.Namespace)
-		b = appendOptional(b, `,"name":`, p.Name)
-		b = appendOptional(b, `,"uid":`, p.UID)
-		if p.Generation != 0 {
-			b = append(b, `,"generation":`...)
-			b = strconv.AppendInt(b, p.Generation, 10)
-		}
-		if len(b) > n { // drop the first member's comma
-			copy(b[n:], b[n+1:])
-			b = b[:len(b)-1]
-		}
-		b = append(b, '}')
-	}
+	b = appendPolicy(b, &d.Policy)
 	b = appendOptional(b, `,"rule":`, d.Rule)
 	b = appendOptional(b, `,"reason":`, d.Reason)
 	b = appendOptional(b, `,"enforcementAction":`, string(d.Action))
+	return append(b, '}')
+}
+
+// appendPolicy appends p as the "policy" member of an object (omitzero),
+// after a first member.
+func appendPolicy(b []byte, p *hooks.PolicyRef) []byte {
+	if *p == (hooks.PolicyRef{}) {
+		return b
+	}
+	b = append(b, `,"policy":{`...)
+	n := len(b)
+	b = appendOptional(b, `,"kind":`, p.Kind)
+	b = appendOptional(b, `,"namespace":`, p.Namespace)
+	b = appendOptional(b, `,"name":`, p.Name)
+	b = appendOptional(b, `,"uid":`, p.UID)
+	if p.Generation != 0 {
+		b = append(b, `,"generation":`...)
+		b = strconv.AppendInt(b, p.Generation, 10)
+	}
+	if len(b) > n { // drop the first member's comma
+		copy(b[n:], b[n+1:])
+		b = b[:len(b)-1]
+	}
+	b = append(b, '}')
+	return b
+}
+
+// appendFiltering appends f as encoding/json marshals a hooks.ResultFiltering.
+func appendFiltering(b []byte, f *hooks.ResultFiltering) []byte {
+	b = jsonappend.String(append(b, `{"hook":`...), f.Hook, jsonappend.JSONNoHTML)
+	b = appendPolicy(b, &f.Policy)
+	if f.Warn {
+		b = append(b, `,"warn":true`...)
+	}
+	if len(f.Findings) > 0 {
+		b = jsonappend.Array(append(b, `,"findings":`...), len(f.Findings), func(b []byte, i int) []byte {
+			x := &f.Findings[i]
+			b = jsonappend.String(append(b, `{"rule":`...), x.Rule, jsonappend.JSONNoHTML)
+			b = jsonappend.String(append(b, `,"action":`...), x.Action, jsonappend.JSONNoHTML)
+			b = strconv.AppendInt(append(b, `,"count":`...), int64(x.Count), 10)
+			b = strconv.AppendInt(append(b, `,"bytes":`...), int64(x.Bytes), 10)
+			return append(b, '}')
+		})
+	}
 	return append(b, '}')
 }
 

@@ -51,6 +51,20 @@ func fuzzRecord(strs []string, nanos, dur, gen int64, lengths int32, streaming b
 			r.Approval.DecidedBy, r.Approval.Reason = s(14), s(15)
 		}
 	}
+	if decisions%7 >= 4 {
+		w := hooks.Decision{Hook: s(3), Rule: s(4), Reason: s(5), Policy: hooks.PolicyRef{Kind: s(6), UID: s(7), Generation: gen}}
+		r.Withheld = &w
+	}
+	for i := range int(decisions % 3) {
+		f := hooks.ResultFiltering{Hook: s(8 + i), Warn: i == 1}
+		if i != 1 {
+			f.Policy = hooks.PolicyRef{Kind: s(9), Namespace: s(10 + i), Name: s(11)}
+		}
+		for j := range i + 1 {
+			f.Findings = append(f.Findings, hooks.ResultFinding{Rule: s(12 + j), Action: s(13), Count: int(lengths) + j, Bytes: int(dur % 1e6)})
+		}
+		r.Filtering = append(r.Filtering, f)
+	}
 	return r
 }
 
@@ -71,26 +85,28 @@ func emitBoth(t *testing.T, r audit.Record) (fast, slow []byte) {
 func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 	t.Helper()
 	var got struct {
-		Time           *string          `json:"time"`
-		Level          string           `json:"level"`
-		Msg            string           `json:"msg"`
-		CallID         string           `json:"callId"`
-		Tool           string           `json:"tool"`
-		SessionID      string           `json:"sessionId"`
-		ChannelID      string           `json:"channelId"`
-		SenderID       string           `json:"senderId"`
-		CorrelationID  string           `json:"correlationId"`
-		SenderUID      string           `json:"senderUid"`
-		SenderGroups   []string         `json:"senderGroups"`
-		Streaming      bool             `json:"streaming"`
-		Outcome        string           `json:"outcome"`
-		Denial         *hooks.Decision  `json:"denial"`
-		Warnings       []hooks.Decision `json:"warnings"`
-		Ask            *hooks.Decision  `json:"ask"`
-		Approval       *hooks.Approval  `json:"approval"`
-		DurationMs     float64          `json:"durationMs"`
-		ArgumentLength int              `json:"argumentLength"`
-		ResultLength   int              `json:"resultLength"`
+		Time           *string                 `json:"time"`
+		Level          string                  `json:"level"`
+		Msg            string                  `json:"msg"`
+		CallID         string                  `json:"callId"`
+		Tool           string                  `json:"tool"`
+		SessionID      string                  `json:"sessionId"`
+		ChannelID      string                  `json:"channelId"`
+		SenderID       string                  `json:"senderId"`
+		CorrelationID  string                  `json:"correlationId"`
+		SenderUID      string                  `json:"senderUid"`
+		SenderGroups   []string                `json:"senderGroups"`
+		Streaming      bool                    `json:"streaming"`
+		Outcome        string                  `json:"outcome"`
+		Denial         *hooks.Decision         `json:"denial"`
+		Warnings       []hooks.Decision        `json:"warnings"`
+		Ask            *hooks.Decision         `json:"ask"`
+		Approval       *hooks.Approval         `json:"approval"`
+		Withheld       *hooks.Decision         `json:"withheld"`
+		Filtering      []hooks.ResultFiltering `json:"filtering"`
+		DurationMs     float64                 `json:"durationMs"`
+		ArgumentLength int                     `json:"argumentLength"`
+		ResultLength   int                     `json:"resultLength"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
@@ -157,6 +173,26 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 	}
 	if r.Ask != nil {
 		decisionEq("ask", got.Ask, r.Ask)
+	}
+	if (got.Withheld == nil) != (r.Withheld == nil) || len(got.Filtering) != len(r.Filtering) {
+		t.Fatalf("decoded withheld %v and %d filterings, want %v and %d", got.Withheld, len(got.Filtering), r.Withheld, len(r.Filtering))
+	}
+	if r.Withheld != nil {
+		decisionEq("withheld", got.Withheld, r.Withheld)
+	}
+	for i, f := range r.Filtering {
+		g := got.Filtering[i]
+		d := hooks.Decision{Hook: f.Hook, Policy: f.Policy}
+		decisionEq("filtering", &hooks.Decision{Hook: g.Hook, Policy: g.Policy}, &d)
+		if g.Warn != f.Warn || len(g.Findings) != len(f.Findings) {
+			t.Fatalf("filtering = %+v, want %+v", g, f)
+		}
+		for j, x := range f.Findings {
+			x.Rule, x.Action = fixUTF8(x.Rule), fixUTF8(x.Action)
+			if g.Findings[j] != x {
+				t.Errorf("finding = %+v, want %+v", g.Findings[j], x)
+			}
+		}
 	}
 	if a := r.Approval; a != nil {
 		want := hooks.Approval{Name: fixUTF8(a.Name), State: hooks.ApprovalState(fixUTF8(string(a.State))),

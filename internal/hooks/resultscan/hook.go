@@ -111,7 +111,7 @@ func (h *Hook) FilterResult(ctx context.Context, call *hooks.Call, output string
 	if err != nil {
 		return hooks.Filtered{}, err
 	}
-	f := hooks.Filtered{Output: o.Text, Withhold: o.Withheld, Findings: make([]hooks.ResultFinding, len(o.Findings))}
+	f := hooks.Filtered{Output: o.Text, Withhold: o.Withheld, Scanned: true, Findings: make([]hooks.ResultFinding, len(o.Findings))}
 	var withheldBy []string
 	for i, x := range o.Findings {
 		f.Findings[i] = hooks.ResultFinding{Rule: x.Rule, Action: string(x.Action), Count: x.Count, Bytes: x.Bytes}
