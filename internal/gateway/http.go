@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
@@ -24,6 +26,7 @@ import (
 const (
 	apiToolCalls = "tool-calls"
 	apiDecisions = "decisions"
+	apiResults   = "results"
 )
 
 // routes builds the HTTP API. Every answer but /metrics and /healthz is
@@ -34,6 +37,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/tool-calls", s.handleToolCall)
 	mux.HandleFunc("POST /v1/decisions", s.handleDecision)
+	mux.HandleFunc("POST /v1/results", s.handleResult)
 	mux.HandleFunc("PUT /v1/config", s.handlePutConfig)
 	mux.HandleFunc("GET /v1/config", s.handleGetConfig)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -44,7 +48,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.opts.Registry, promhttp.HandlerOpts{Registry: s.opts.Registry}))
 	// The same paths with any other method: 405 with a JSON body.
 	for path, allow := range map[string]string{
-		"/v1/tool-calls": http.MethodPost, "/v1/decisions": http.MethodPost, "/v1/config": "GET, PUT",
+		"/v1/tool-calls": http.MethodPost, "/v1/decisions": http.MethodPost, "/v1/results": http.MethodPost, "/v1/config": "GET, PUT",
 		"/healthz": http.MethodGet, "/readyz": http.MethodGet, "/metrics": http.MethodGet,
 	} {
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
@@ -104,6 +108,51 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
 	res := s.cur.Load().exec.Evaluate(r.Context(), call)
 	s.record(apiDecisions, call, &res, time.Since(start))
 	writeDecision(w, &res)
+}
+
+// handleResult scans the result of a tool the caller ran itself with the
+// result policies in force, audits it and answers what the model may see.
+// With no policy in force the result is withheld: nothing says it is clean.
+func (s *Server) handleResult(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.identify(w, r)
+	if !ok {
+		return
+	}
+	var req wire.ResultRequest
+	if status, err := s.decodeStrictBody(w, r, &req); err != nil {
+		writeError(w, status, err.Error())
+		return
+	}
+	if req.Tool == "" {
+		writeError(w, http.StatusBadRequest, "tool is required")
+		return
+	}
+	args := string(req.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	call := hooks.NewCall(req.Tool, args)
+	call.SessionID, call.ChannelID, call.SenderID, call.CorrelationID = req.SessionID, req.ChannelID, req.SenderID, req.CorrelationID
+	if !bindCaller(w, call, id) {
+		return
+	}
+	a := s.cur.Load()
+	start := time.Now()
+	var res hooks.Result
+	if a.noPolicy != "" {
+		res = a.exec.Evaluate(r.Context(), call) // denied and audited with the no-policy reason
+		d := res.Denial
+		res = hooks.Result{Status: hooks.StatusWithheld, Output: hooks.WithheldText + d.Hook, Withheld: d}
+	} else {
+		res = a.exec.FilterResult(r.Context(), call, req.Result, req.Failed)
+	}
+	s.record(apiResults, call, &res, time.Since(start))
+	writeJSON(w, http.StatusOK, wire.ResultResponse{
+		Status:     string(res.Status),
+		Result:     res.Output,
+		Withheld:   denialOf(res.Withheld),
+		Redactions: redactionsOf(res.Filtering),
+	})
 }
 
 // run executes call through the executor in force (hooks, tool, hooks),
@@ -178,6 +227,25 @@ func checkContentType(r *http.Request) (int, error) {
 		}
 	}
 	return 0, nil
+}
+
+// decodeStrictBody is decodeBody for a body that must also be strict JSON:
+// no duplicate member at any depth, valid UTF-8, nothing after the value.
+func (s *Server) decodeStrictBody(w http.ResponseWriter, r *http.Request, v any) (int, error) {
+	if status, err := checkContentType(r); err != nil {
+		return status, err
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, readCloser{r.Body}, s.opts.MaxBodyBytes))
+	if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return http.StatusRequestEntityTooLarge, fmt.Errorf("request body is larger than %d bytes", tooBig.Limit)
+	}
+	if err != nil {
+		return http.StatusBadRequest, fmt.Errorf("malformed JSON body: reading the body: %w", err)
+	}
+	if err := strictjson.Check(body); err != nil {
+		return http.StatusBadRequest, fmt.Errorf("malformed JSON body: %w", err)
+	}
+	return s.decodeJSON(w, bytes.NewReader(body), v)
 }
 
 // decodeJSON decodes one JSON value with no unknown fields and nothing after

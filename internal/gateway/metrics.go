@@ -67,6 +67,8 @@ type metrics struct {
 	auditErrors    prometheus.Counter
 	// unauthenticated counts calls refused for want of a verified caller.
 	unauthenticated prometheus.Counter
+	// resultFindings counts what result policies' rules found.
+	resultFindings *prometheus.CounterVec
 
 	// decisionByAPI are the decision histogram's series of the APIs,
 	// looked up once (the histogram is never reset).
@@ -85,7 +87,7 @@ func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error)
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolhooks_tool_calls_total",
 			Help: "Tool calls and decisions by tool, outcome (allowed, denied, succeeded, failed, timed_out, cancelled, " +
-				"unknown_tool) and caller kind (serviceaccount, user, oidc, static, anonymous, none, unknown). " +
+				"withheld, unknown_tool) and caller kind (serviceaccount, user, oidc, static, anonymous, none, unknown). " +
 				"Tools unknown to the gateway count as \"other\".",
 		}, []string{labelTool, "outcome", labelCaller}),
 		denials: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -97,8 +99,9 @@ func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error)
 			Help: "Would-be denials of hooks in warn (dry-run) mode, by tool and hook.",
 		}, []string{labelTool, labelHook}),
 		decision: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "toolhooks_decision_duration_seconds",
-			Help:    "Time spent in the hook chain per call (before and after phases, excluding the tool), by API (tool-calls or decisions).",
+			Name: "toolhooks_decision_duration_seconds",
+			Help: "Time spent in the hook chain per call (before and after phases, excluding the tool), " +
+				"by API (tool-calls, decisions, results or mcp).",
 			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1, 5},
 		}, []string{"api"}),
 		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -134,12 +137,17 @@ func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error)
 			Name: "toolhooks_caller_authentication_failures_total",
 			Help: "Calls to POST /v1/tool-calls and /v1/decisions refused because the caller was not authenticated.",
 		}),
+		resultFindings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolhooks_result_findings_total",
+			Help: "Matches of result policies' rules in tool results, by hook (the policy), rule and action " +
+				"(Redact, Withhold, or Warn for a rule that only records or a policy in warn mode).",
+		}, []string{labelHook, "rule", "action"}),
 		tools:     newBoundedLabel(MaxLabelValues),
 		hookNames: newBoundedLabel(MaxLabelValues),
 		builtins:  toolNames,
 	}
 	for _, c := range []prometheus.Collector{m.calls, m.denials, m.warnings, m.decision, m.toolDuration, m.revision,
-		m.issuedAt, m.hooks, m.rejections, m.droppedDenials, m.auditErrors, m.unauthenticated} {
+		m.issuedAt, m.hooks, m.rejections, m.droppedDenials, m.auditErrors, m.unauthenticated, m.resultFindings} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -150,6 +158,7 @@ func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error)
 	m.decisionByAPI = map[string]prometheus.Observer{
 		apiToolCalls: m.decision.WithLabelValues(apiToolCalls),
 		apiDecisions: m.decision.WithLabelValues(apiDecisions),
+		apiResults:   m.decision.WithLabelValues(apiResults),
 		apiMCP:       m.decision.WithLabelValues(apiMCP),
 	}
 	m.tools.setKnown(toolNames)
@@ -192,6 +201,9 @@ func (m *metrics) observe(api string, call *hooks.Call, res *hooks.Result, hookT
 	}
 	for _, w := range res.Warnings {
 		m.warnings.WithLabelValues(tool, m.hookNames.value(w.Hook)).Inc()
+	}
+	for _, r := range redactionsOf(res.Filtering) {
+		m.resultFindings.WithLabelValues(m.hookNames.value(r.Hook), r.Rule, r.Action).Add(float64(r.Count))
 	}
 	if res.Status == hooks.StatusSucceeded || res.Status == hooks.StatusFailed || res.Status == hooks.StatusTimedOut ||
 		res.Status == hooks.StatusCancelled || res.Status == hooks.StatusWithheld {

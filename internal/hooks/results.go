@@ -62,6 +62,20 @@ type ResultFiltering struct {
 	Findings []ResultFinding `json:"findings,omitempty"`
 }
 
+// FilterResult runs the result filters on the output of a tool the caller
+// ran itself (the /v1/results API), then the after phase, which audits it.
+// The result's Status is StatusSucceeded (StatusFailed when failed) or
+// StatusWithheld, and its Output what the caller may pass on.
+func (e *Executor) FilterResult(ctx context.Context, call *Call, output string, failed bool) Result {
+	res := Result{Status: StatusSucceeded, Output: output}
+	if failed {
+		res.Status, res.Failed = StatusFailed, true
+	}
+	e.filterResult(ctx, call, &res)
+	e.after(ctx, call, res)
+	return res
+}
+
 // resultFilter is an entry whose hook is a ResultFilter.
 type resultFilter struct {
 	*entry

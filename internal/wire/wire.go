@@ -37,6 +37,36 @@ type DecisionRequest struct {
 	Arguments     json.RawMessage `json:"arguments,omitempty"`
 }
 
+// ResultRequest is a POST /v1/results body: the result of a tool the caller
+// ran itself (after POST /v1/decisions allowed it), to be scanned by the
+// gateway's result policies before the model sees it.
+type ResultRequest struct {
+	SessionID string `json:"sessionId"`
+	ChannelID string `json:"channelId"`
+	// SenderID, when given, must be the authenticated caller's username.
+	SenderID      string          `json:"senderId"`
+	CorrelationID string          `json:"correlationId"`
+	Tool          string          `json:"tool"`
+	Arguments     json.RawMessage `json:"arguments,omitempty"`
+	// Result is the tool's output text.
+	Result string `json:"result"`
+	// Failed is true when the tool failed (Result is its error text).
+	Failed bool `json:"failed,omitempty"`
+}
+
+// ResultResponse answers POST /v1/results.
+type ResultResponse struct {
+	// Status is succeeded or failed (as the request said), or withheld.
+	Status string `json:"status"`
+	// Result is what the model may see: the result with the result
+	// policies' redactions, or the withheld text.
+	Result string `json:"result"`
+	// Withheld explains a withheld result.
+	Withheld *Denial `json:"withheld,omitempty"`
+	// Redactions are what each rule found (never the values).
+	Redactions []Redaction `json:"redactions,omitempty"`
+}
+
 // PolicyRef names the policy object behind a denial.
 type PolicyRef struct {
 	Kind      string `json:"kind"`

@@ -1,0 +1,137 @@
+package gateway_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
+	"github.com/toolhooks/toolhooks/internal/wire"
+)
+
+// A fake GitHub token, built at run time so that no scanner of this
+// repository mistakes the source for a leak.
+var fakeGitHubToken = "ghp_" + "8Rf3kXq9PzL2mN7vB4cT1wY6hJ0sD5aE2gKq"
+
+// pushWithResultPolicy puts the base policy and a result policy for the
+// shell tool with action in force.
+func (e *env) pushWithResultPolicy(action resultscan.Action) {
+	e.t.Helper()
+	cfg := compileYAML(e.t, e.ws, basePolicy)
+	cfg.Hooks = append(cfg.Hooks, gatewayconfig.Hook{Name: "ResultPolicy/default/no-secrets", Kind: gatewayconfig.KindResultPolicy,
+		Policy: hooks.PolicyRef{Kind: "ResultPolicy", Namespace: "default", Name: "no-secrets"},
+		Result: &resultscan.Spec{Tools: []string{"shell"}, Detectors: []string{resultscan.SetSecrets}, Action: action}})
+	cfg.Revision = gatewayconfig.ComputeRevision(cfg.Hooks)
+	e.mustPush(cfg)
+}
+
+func (e *env) postResult(body map[string]any) wire.ResultResponse {
+	e.t.Helper()
+	code, b := e.post("/v1/results", body)
+	if code != http.StatusOK {
+		e.t.Fatalf("POST /v1/results answered %d %s", code, b)
+	}
+	var r wire.ResultResponse
+	mustUnmarshal(e.t, b, &r)
+	return r
+}
+
+// A runtime that runs its tools itself posts their results; the gateway
+// answers what the model may see, audits it and counts the findings.
+func TestResultsAPIRedactsAndAudits(t *testing.T) {
+	e := newEnv(t, nil)
+	e.pushWithResultPolicy(resultscan.Redact)
+	out := "$ env\nGITHUB_TOKEN=" + fakeGitHubToken + "\nHOME=/root\n"
+	r := e.postResult(map[string]any{"sessionId": "s1", "tool": "shell", "arguments": map[string]string{"command": "env"}, "result": out})
+	want := "$ env\nGITHUB_TOKEN=" + resultscan.RedactedMarker("github-token") + "\nHOME=/root\n"
+	if r.Status != "succeeded" || r.Result != want || len(r.Redactions) != 1 || r.Redactions[0].Rule != "github-token" ||
+		r.Redactions[0].Bytes != len(fakeGitHubToken) {
+		t.Fatalf("%+v", r)
+	}
+	recs := e.audit.Records()
+	rec := recs[len(recs)-1]
+	if rec.Tool != "shell" || rec.SenderID != "agent" || rec.SessionID != "s1" || rec.Outcome != hooks.StatusSucceeded ||
+		len(rec.Filtering) != 1 || rec.ResultLength != len(want) {
+		t.Fatalf("audit %+v", rec)
+	}
+	// A failed tool's error text is scanned too.
+	r = e.postResult(map[string]any{"tool": "shell", "result": "Error: " + fakeGitHubToken, "failed": true})
+	if r.Status != "failed" || strings.Contains(r.Result, fakeGitHubToken) {
+		t.Fatalf("%+v", r)
+	}
+	// Tools the policy does not select pass unchanged, recorded with no findings.
+	r = e.postResult(map[string]any{"tool": "read_file", "result": fakeGitHubToken})
+	if r.Status != "succeeded" || r.Result != fakeGitHubToken || len(r.Redactions) != 0 {
+		t.Fatalf("%+v", r)
+	}
+	m := e.metrics()
+	for _, want := range []string{
+		`toolhooks_result_findings_total{action="Redact",hook="ResultPolicy/default/no-secrets",rule="github-token"} 2`,
+		`toolhooks_decision_duration_seconds_count{api="results"} 3`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestResultsAPIWithholds(t *testing.T) {
+	e := newEnv(t, nil)
+	e.pushWithResultPolicy(resultscan.Withhold)
+	r := e.postResult(map[string]any{"tool": "shell", "result": "token " + fakeGitHubToken})
+	if r.Status != "withheld" || r.Result != hooks.WithheldText+"ResultPolicy/default/no-secrets" || r.Withheld == nil ||
+		r.Withheld.Rule != resultscan.RuleWithheld || r.Withheld.Policy == nil || r.Withheld.Policy.Name != "no-secrets" {
+		t.Fatalf("%+v", r)
+	}
+	recs := e.audit.Records()
+	if rec := recs[len(recs)-1]; rec.Outcome != hooks.StatusWithheld || rec.Withheld == nil {
+		t.Fatalf("audit %+v", rec)
+	}
+}
+
+// With no policy in force nothing says a result is clean: it is withheld,
+// and the attempt is audited.
+func TestResultsAPIWithholdsWithoutAPolicy(t *testing.T) {
+	e := newEnv(t, nil)
+	before := len(e.audit.Records())
+	r := e.postResult(map[string]any{"tool": "shell", "result": "anything"})
+	if r.Status != "withheld" || strings.Contains(r.Result, "anything") || r.Withheld == nil {
+		t.Fatalf("%+v", r)
+	}
+	if len(e.audit.Records()) != before+1 {
+		t.Errorf("not audited")
+	}
+}
+
+func TestResultsAPIRefusesBadRequests(t *testing.T) {
+	e := newEnv(t, nil)
+	e.pushWithResultPolicy(resultscan.Redact)
+	for name, body := range map[string]string{
+		"no tool":        `{"result":"x"}`,
+		"unknown member": `{"tool":"shell","result":"x","output":"y"}`,
+		"duplicate":      `{"tool":"shell","result":"` + fakeGitHubToken + `","result":"clean"}`,
+		"trailing":       `{"tool":"shell","result":"x"} {}`,
+		"not an object":  `"x"`,
+		"bad utf-8":      "{\"tool\":\"shell\",\"result\":\"\xff\"}",
+	} {
+		code, b := e.do(http.MethodPost, "/v1/results", "application/json", []byte(body), map[string]string{"Authorization": "Bearer " + agentToken})
+		if code != http.StatusBadRequest || strings.Contains(string(b), fakeGitHubToken) {
+			t.Errorf("%s: %d %s", name, code, b)
+		}
+	}
+	code, _ := e.do(http.MethodPost, "/v1/results", "application/json", []byte(`{"tool":"shell","result":"x"}`), nil)
+	if code != http.StatusUnauthorized {
+		t.Errorf("without a token: %d", code)
+	}
+	code, b := e.do(http.MethodPost, "/v1/results", "application/json", []byte(`{"tool":"shell","senderId":"someone-else","result":"x"}`),
+		map[string]string{"Authorization": "Bearer " + agentToken})
+	if code != http.StatusBadRequest {
+		t.Errorf("posing as another sender: %d %s", code, b)
+	}
+	code, _ = e.do(http.MethodGet, "/v1/results", "", nil, map[string]string{"Authorization": "Bearer " + agentToken})
+	if code != http.StatusMethodNotAllowed {
+		t.Errorf("GET: %d", code)
+	}
+}
