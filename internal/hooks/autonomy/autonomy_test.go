@@ -8,7 +8,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
-func TestSeedBehaviours(t *testing.T) {
+func TestCoreBehaviours(t *testing.T) {
 	f := newFixture(t)
 	full := f.config()
 	ro := f.config()

@@ -153,8 +153,9 @@ func TestContractValidate(t *testing.T) {
 	}
 }
 
-// TestBeforeScope covers SPEC A2 ContractScope rules 1 and 3-6, the original
-// project's own cases, and adversarial paths.
+// TestBeforeScope covers the contract's scope rules (no contract allows
+// everything; scoped capabilities, allowed paths and their resolution), and
+// adversarial paths.
 func TestBeforeScope(t *testing.T) {
 	ws := newWorkspace(t)
 	allowed := filepath.Join(ws.root, "allowed")
@@ -183,7 +184,7 @@ func TestBeforeScope(t *testing.T) {
 		want     bool
 		wantRule string
 	}{
-		// Rule 1 and the original project's own cases.
+		// No contract, and plain paths in and out of scope.
 		{"no contract allows everything", nil, "shell", `{"command":"rm -rf /"}`, true, ""},
 		{"a path within scope is allowed", scoped, "read_file", `{"path":"allowed/file.txt"}`, true, ""},
 		{"an absolute path within scope is allowed", scoped, "read_file", `{"path":` + jsonString(filepath.Join(allowed, "file.txt")) + `}`, true, ""},
