@@ -42,7 +42,11 @@ The session id is Claude Code's session_id, the channel "claude-code".
 
 A gateway that cannot be reached or answers with an error denies (--on-error=deny, the
 default); --on-error=allow lets the call through with a warning on stderr.
-PostToolUse events are checked and exit 0: the gateway audits each call when it decides it.`,
+PostToolUse events send the tool's response to the gateway's POST /v1/results, where its
+ResultPolicies scan it: a clean result exits 0 silently; a redacted or withheld one is
+answered on stdout (exit 0) with Claude Code's updatedMCPToolOutput for MCP tools, and with
+decision "block" and the reason for Claude Code's own tools, whose output a hook cannot
+replace. A result that cannot be scanned is withheld unless --on-error=allow.`,
 		Example: `  # .claude/settings.json: {"hooks":{"PreToolUse":[{"matcher":"*","hooks":[
   #   {"type":"command","command":"kubectl-toolhooks claude-hook --gateway http://127.0.0.1:8080"}]}]}}
   echo '{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/w/.env"}}' |

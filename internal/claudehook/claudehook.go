@@ -1,7 +1,9 @@
 // Package claudehook adapts Claude Code's command hooks to the toolhooks
 // gateway: it reads one hook event (PreToolUse or PostToolUse) from stdin,
 // maps Claude Code's tool to a toolhooks call, asks the gateway's
-// POST /v1/decisions and answers in Claude Code's hook protocol.
+// POST /v1/decisions (PreToolUse) or has its result policies scan the tool's
+// response with POST /v1/results (PostToolUse), and answers in Claude
+// Code's hook protocol.
 //
 // # Protocol
 //

@@ -18,6 +18,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/claudehook"
 	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/standalone"
 	"github.com/toolhooks/toolhooks/internal/wire"
@@ -28,6 +29,7 @@ type gw struct {
 	url   string
 	ws    string
 	audit *audit.Memory
+	srv   *gateway.Server
 }
 
 // startGateway runs the gateway in-process with testdata/policyFile applied
@@ -64,7 +66,7 @@ func startGateway(t testing.TB, policyFile string, wrap func(http.Handler) http.
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &gw{url: srv.URL, ws: ws, audit: al}
+	return &gw{url: srv.URL, ws: ws, audit: al, srv: s}
 }
 
 func writeFile(t testing.TB, path, body string) {
@@ -305,14 +307,17 @@ func TestMalformedInputDenies(t *testing.T) {
 	}
 }
 
-func TestPostToolUseExitsZeroWithoutAskingTheGateway(t *testing.T) {
+// A clean result passes: exit 0, nothing on stdout, and the gateway's
+// record of it is a result (no decision, so no budget is spent).
+func TestPostToolUseOfACleanResultPasses(t *testing.T) {
 	g := startGateway(t, "policies.yaml", nil)
 	got := runHook(t, payload(t, "post_bash.json", g.ws), claudehook.Options{Gateway: g.url, Sender: "dev", Token: devToken})
-	if got.code != 0 || got.stderr != "" {
-		t.Fatalf("PostToolUse: exit %d stderr %q", got.code, got.stderr)
+	if got.code != 0 || got.stderr != "" || got.stdout != "" {
+		t.Fatalf("PostToolUse: exit %d stdout %q stderr %q", got.code, got.stdout, got.stderr)
 	}
-	if n := len(g.audit.Records()); n != 0 {
-		t.Errorf("PostToolUse reached the gateway %d times; it would count against budgets", n)
+	recs := g.audit.Records()
+	if len(recs) != 1 || recs[0].Outcome != hooks.StatusSucceeded || recs[0].Tool != "shell" {
+		t.Errorf("records %+v, want the one result", recs)
 	}
 }
 

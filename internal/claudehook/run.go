@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -48,8 +49,9 @@ const (
 // DefaultTimeout bounds one decision request.
 const DefaultTimeout = 10 * time.Second
 
-// maxResponseBytes bounds the gateway's answer.
-const maxResponseBytes = 1 << 20
+// maxResponseBytes bounds the gateway's answer (a result the gateway
+// scanned may be longer than the input it came from).
+const maxResponseBytes = 2 * MaxInputBytes
 
 // Options configure Run.
 type Options struct {
@@ -116,9 +118,7 @@ func Run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, o Optio
 	switch in.HookEventName {
 	case EventPreToolUse:
 	case EventPostToolUse:
-		// The gateway audits the call when it decides it (PreToolUse) and
-		// has no endpoint for results of tools it did not run: nothing to do.
-		return ExitAllow
+		return postToolUse(ctx, stdout, stderr, o, in)
 	default:
 		return deny(stderr, "toolhooks claude-hook: hook event %q is not supported (PreToolUse and PostToolUse are); denying", in.HookEventName)
 	}
@@ -214,6 +214,130 @@ func deny(stderr io.Writer, format string, a ...any) int {
 	return ExitDeny
 }
 
+// postToolUse has the gateway's result policies scan a tool's response
+// (POST /v1/results). A clean one exits ExitAllow with nothing on stdout.
+// One a policy redacted or withheld is answered on stdout: for an MCP tool
+// with Claude Code's updatedMCPToolOutput, which replaces what the model
+// sees; for Claude Code's own tools, whose output a hook cannot replace,
+// with decision "block" and a reason telling the model the result is
+// withheld and why. A gateway that cannot scan it is a withheld result too,
+// unless OnError is OnErrorAllow.
+func postToolUse(ctx context.Context, stdout, stderr io.Writer, o Options, in *Input) int {
+	if server, ok := mcpServer(in.ToolName); ok && slices.Contains(o.GatewayMCPServers, server) {
+		return ExitAllow // the gateway scanned it when it served the call
+	}
+	r, err := scanResult(ctx, o, in)
+	if err != nil {
+		if o.OnError == OnErrorAllow {
+			_, _ = fmt.Fprintf(stderr, "toolhooks claude-hook: WARNING: %v; the result of %s was NOT scanned (--on-error=allow)\n",
+				err, in.ToolName)
+			return ExitAllow
+		}
+		return block(stdout, stderr, fmt.Sprintf("toolhooks could not scan the result of %s (%v), so it is withheld: "+
+			"do not use or repeat anything from it.", in.ToolName, err))
+	}
+	changed := r.Status == "withheld"
+	var rules []string
+	for _, x := range r.Redactions {
+		if x.Action != "Warn" {
+			changed = true
+			rules = append(rules, x.Rule)
+		}
+	}
+	if !changed {
+		return ExitAllow
+	}
+	if _, ok := mcpServer(in.ToolName); ok {
+		return answer(stdout, stderr, map[string]any{"hookSpecificOutput": map[string]any{
+			"hookEventName": EventPostToolUse, "updatedMCPToolOutput": r.Result}})
+	}
+	reason := fmt.Sprintf("toolhooks: the result of %s is withheld", in.ToolName)
+	if r.Withheld != nil {
+		reason += " by " + r.Withheld.Hook + ": " + r.Withheld.Reason
+	} else {
+		reason += fmt.Sprintf(": a result policy found %s in it. Do not use or repeat any value from it. "+
+			"What may be shown of it:\n%s", strings.Join(slices.Compact(rules), ", "), r.Result)
+	}
+	return block(stdout, stderr, reason)
+}
+
+// block answers a PostToolUse event with Claude Code's decision "block".
+func block(stdout, stderr io.Writer, reason string) int {
+	return answer(stdout, stderr, map[string]any{"decision": "block", "reason": reason})
+}
+
+// answer writes v as the hook's JSON answer and exits ExitAllow.
+func answer(stdout, stderr io.Writer, v any) int {
+	out, err := json.Marshal(v)
+	if err == nil {
+		_, err = fmt.Fprintf(stdout, "%s\n", out)
+	}
+	if err != nil {
+		return deny(stderr, "toolhooks claude-hook: writing the answer: %v", err)
+	}
+	return ExitAllow
+}
+
+// scanResult posts in's tool response to the gateway's POST /v1/results.
+func scanResult(ctx context.Context, o Options, in *Input) (*wire.ResultResponse, error) {
+	call, err := MapTool(in)
+	if err != nil {
+		return nil, err
+	}
+	args, err := strictjson.Marshal(call.Args)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the arguments: %w", err)
+	}
+	text, err := ResponseText(in.ToolResponse)
+	if err != nil {
+		return nil, err
+	}
+	var r wire.ResultResponse
+	if err := postJSON(ctx, o, "/v1/results", wire.ResultRequest{SessionID: in.SessionID, ChannelID: Channel, SenderID: o.Sender,
+		CorrelationID: in.ToolUseID, Tool: call.Tool, Arguments: args, Result: text}, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ResponseText is the text a result policy scans of a tool response: a
+// string as it is; any other JSON value as every member name and string in
+// it, one per line, so that nothing of it goes unscanned.
+func ResponseText(raw json.RawMessage) (string, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return "", nil
+	}
+	v, err := strictjson.Parse("{\"v\":" + string(raw) + "}")
+	if err != nil {
+		return "", fmt.Errorf("%w: tool_response: %w", ErrBadInput, err)
+	}
+	if s, ok := v["v"].(string); ok {
+		return s, nil
+	}
+	var b strings.Builder
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			b.WriteString(v)
+			b.WriteByte('\n')
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		case map[string]any:
+			keys := slices.Sorted(maps.Keys(v))
+			for _, k := range keys {
+				b.WriteString(k)
+				b.WriteByte('\n')
+				walk(v[k])
+			}
+		}
+	}
+	walk(v["v"])
+	return b.String(), nil
+}
+
 // Decide asks the gateway's POST /v1/decisions about call. Any answer but a
 // 200 with a decision is an error.
 func Decide(ctx context.Context, o Options, in *Input, call Call) (*wire.DecisionResponse, error) {
@@ -221,12 +345,22 @@ func Decide(ctx context.Context, o Options, in *Input, call Call) (*wire.Decisio
 	if err != nil {
 		return nil, fmt.Errorf("encoding the arguments: %w", err)
 	}
-	body, err := json.Marshal(wire.DecisionRequest{
+	var d wire.DecisionResponse
+	if err := postJSON(ctx, o, "/v1/decisions", wire.DecisionRequest{
 		SessionID: in.SessionID, ChannelID: Channel, SenderID: o.Sender, CorrelationID: in.ToolUseID,
 		Tool: call.Tool, Arguments: args,
-	})
+	}, &d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// postJSON posts body to the gateway's path and decodes its 200 answer into
+// out; any other answer is an error.
+func postJSON(ctx context.Context, o Options, path string, body, out any) error {
+	b, err := json.Marshal(body)
 	if err != nil {
-		return nil, fmt.Errorf("encoding the request: %w", err)
+		return fmt.Errorf("encoding the request: %w", err)
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -234,10 +368,10 @@ func Decide(ctx context.Context, o Options, in *Input, call Call) (*wire.Decisio
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	endpoint := strings.TrimRight(o.Gateway, "/") + "/v1/decisions"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	endpoint := strings.TrimRight(o.Gateway, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("gateway request: %w", err)
+		return fmt.Errorf("gateway request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if o.Token != "" {
@@ -249,24 +383,22 @@ func Decide(ctx context.Context, o Options, in *Input, call Call) (*wire.Decisio
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("gateway %s unreachable: %w", o.Gateway, err)
+		return fmt.Errorf("gateway %s unreachable: %w", o.Gateway, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	rb, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return nil, fmt.Errorf("reading the gateway's answer: %w", err)
+		return fmt.Errorf("reading the gateway's answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e wire.ErrorResponse
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return nil, fmt.Errorf("gateway answered %s: %s", resp.Status, e.Error)
+		if json.Unmarshal(rb, &e) == nil && e.Error != "" {
+			return fmt.Errorf("gateway answered %s: %s", resp.Status, e.Error)
 		}
-		return nil, fmt.Errorf("gateway answered %s", resp.Status)
+		return fmt.Errorf("gateway answered %s", resp.Status)
 	}
-	var d wire.DecisionResponse
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&d); err != nil {
-		return nil, fmt.Errorf("gateway answer is not a decision: %w", err)
+	if err := json.NewDecoder(bytes.NewReader(rb)).Decode(out); err != nil {
+		return fmt.Errorf("gateway answer to %s is not a decision or result: %w", path, err)
 	}
-	return &d, nil
+	return nil
 }
