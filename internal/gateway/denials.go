@@ -30,9 +30,22 @@ func (f DenialSinkFunc) Denied(ctx context.Context, call *hooks.Call, d hooks.De
 	f(ctx, call, d)
 }
 
+// ResultSink is an optional interface of a DenialSink that is also told
+// what the result policies found in a call's result: f is one policy's
+// findings (rules, counts and bytes, never the values), and withheld its
+// decision when that policy withheld the result. Calls are made as the
+// DenialSink's are.
+type ResultSink interface {
+	ResultFiltered(ctx context.Context, call *hooks.Call, f hooks.ResultFiltering, withheld *hooks.Decision)
+}
+
 type denialEvent struct {
 	call *hooks.Call
 	d    hooks.Decision
+	// filtering, when set, makes this a ResultSink event (d unused but
+	// for withheld).
+	filtering *hooks.ResultFiltering
+	withheld  bool
 }
 
 // denialQueue hands denials to a DenialSink from one goroutine.
@@ -59,9 +72,10 @@ func newDenialQueue(sink DenialSink, size int, log *slog.Logger, m *metrics) *de
 	return q
 }
 
-// report queues the denial and the warnings of res, dropping what does not fit.
+// report queues the denial, the warnings and the result filters' findings
+// of res, dropping what does not fit.
 func (q *denialQueue) report(call *hooks.Call, res *hooks.Result) {
-	if q.sink == nil || (res.Denial == nil && len(res.Warnings) == 0) {
+	if q.sink == nil || (res.Denial == nil && len(res.Warnings) == 0 && len(res.Filtering) == 0) {
 		return
 	}
 	c := *call
@@ -71,6 +85,21 @@ func (q *denialQueue) report(call *hooks.Call, res *hooks.Result) {
 	}
 	for _, w := range res.Warnings {
 		q.enqueue(denialEvent{call: &c, d: w})
+	}
+	if _, ok := q.sink.(ResultSink); !ok {
+		return
+	}
+	for i := range res.Filtering {
+		f := res.Filtering[i]
+		withheld := res.Withheld != nil && res.Withheld.Hook == f.Hook
+		if len(f.Findings) == 0 && !withheld {
+			continue // scanned, nothing found
+		}
+		ev := denialEvent{call: &c, filtering: &f, withheld: withheld}
+		if withheld {
+			ev.d = *res.Withheld
+		}
+		q.enqueue(ev)
 	}
 }
 
@@ -100,6 +129,14 @@ func (q *denialQueue) deliver(ev denialEvent) {
 			q.log.Error("Denial sink panicked", "hook", ev.d.Hook, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
+	if ev.filtering != nil {
+		var withheld *hooks.Decision
+		if ev.withheld {
+			withheld = &ev.d
+		}
+		q.sink.(ResultSink).ResultFiltered(q.ctx, ev.call, *ev.filtering, withheld)
+		return
+	}
 	q.sink.Denied(q.ctx, ev.call, ev.d)
 }
 

@@ -1,10 +1,15 @@
 package gateway_test
 
 import (
+	"context"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
@@ -133,5 +138,52 @@ func TestResultsAPIRefusesBadRequests(t *testing.T) {
 	code, _ = e.do(http.MethodGet, "/v1/results", "", nil, map[string]string{"Authorization": "Bearer " + agentToken})
 	if code != http.StatusMethodNotAllowed {
 		t.Errorf("GET: %d", code)
+	}
+}
+
+// resultEvents is a DenialSink and ResultSink that keeps what it is told.
+type resultEvents struct {
+	mu       sync.Mutex
+	filtered []hooks.ResultFiltering
+	withheld []*hooks.Decision
+}
+
+func (r *resultEvents) Denied(context.Context, *hooks.Call, hooks.Decision) {}
+
+func (r *resultEvents) ResultFiltered(_ context.Context, _ *hooks.Call, f hooks.ResultFiltering, withheld *hooks.Decision) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.filtered = append(r.filtered, f)
+	r.withheld = append(r.withheld, withheld)
+}
+
+func (r *resultEvents) wait(t *testing.T, n int) ([]hooks.ResultFiltering, []*hooks.Decision) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r.mu.Lock()
+		f, w := slices.Clone(r.filtered), slices.Clone(r.withheld)
+		r.mu.Unlock()
+		if len(f) >= n || time.Now().After(deadline) {
+			return f, w
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The denial sink is told what each result policy found (for the Events on
+// the policy), and which one withheld a result; a clean scan tells nothing.
+func TestResultFindingsReachTheSink(t *testing.T) {
+	sink := &resultEvents{}
+	e := newEnv(t, func(o *gateway.Options) { o.DenialSink = sink })
+	e.pushWithResultPolicy(resultscan.Withhold)
+	e.postResult(map[string]any{"tool": "shell", "result": "clean"})
+	if r := e.postResult(map[string]any{"tool": "shell", "result": "t=" + fakeGitHubToken}); r.Status != "withheld" {
+		t.Fatalf("%+v", r)
+	}
+	f, w := sink.wait(t, 1)
+	if len(f) != 1 || f[0].Policy.Name != "no-secrets" || len(f[0].Findings) != 1 || f[0].Findings[0].Rule != "github-token" ||
+		w[0] == nil || w[0].Rule != resultscan.RuleWithheld {
+		t.Fatalf("sink told %+v %+v", f, w)
 	}
 }

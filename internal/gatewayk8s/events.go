@@ -3,6 +3,7 @@ package gatewayk8s
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -112,6 +113,51 @@ func (e *Events) Denied(_ context.Context, call *hooks.Call, d hooks.Decision) {
 	action := call.Tool
 	if action == "" {
 		action = "GateToolCall"
+	}
+	e.recorder.Eventf(regarding, related, eventType, reason, truncate(action, maxAction), "%s", truncate(note, maxNote))
+}
+
+var _ gateway.ResultSink = (*Events)(nil)
+
+// ResultFiltered records what one ResultPolicy found in a call's result as
+// an Event on the policy: ToolResultWithheld (Warning) when it withheld the
+// result, ToolResultWarned when its findings were only recorded, else
+// ToolResultRedacted; the note names each rule, its matches and bytes,
+// never the values.
+func (e *Events) ResultFiltered(_ context.Context, call *hooks.Call, f hooks.ResultFiltering, withheld *hooks.Decision) {
+	if f.Policy.Kind == "" || f.Policy.Name == "" {
+		return
+	}
+	if !e.limiter.Allow() {
+		e.dropped.Add(1)
+		return
+	}
+	regarding := &corev1.ObjectReference{
+		APIVersion: policyv1alpha1.GroupVersion.String(), Kind: f.Policy.Kind,
+		Namespace: f.Policy.Namespace, Name: f.Policy.Name, UID: types.UID(f.Policy.UID),
+	}
+	applied := false
+	var found []string
+	for _, x := range f.Findings {
+		found = append(found, fmt.Sprintf("%s ×%d (%d bytes, %s)", x.Rule, x.Count, x.Bytes, x.Action))
+		applied = applied || (x.Action != string(hooks.ActionWarn) && !f.Warn)
+	}
+	reason, eventType, verb := wire.ReasonToolResultRedacted, corev1.EventTypeNormal, "Redacted"
+	switch {
+	case withheld != nil:
+		reason, eventType, verb = wire.ReasonToolResultWithheld, corev1.EventTypeWarning, "Withheld"
+	case !applied:
+		reason, verb = wire.ReasonToolResultWarned, "Would redact"
+	}
+	var related runtime.Object
+	if e.pod.Name != "" {
+		related = e.pod
+	}
+	note := fmt.Sprintf("%s the result of tool %q for session %q sender %q: %s",
+		verb, call.Tool, call.SessionID, call.SenderID, strings.Join(found, ", "))
+	action := call.Tool
+	if action == "" {
+		action = "ScanToolResult"
 	}
 	e.recorder.Eventf(regarding, related, eventType, reason, truncate(action, maxAction), "%s", truncate(note, maxNote))
 }

@@ -212,6 +212,15 @@ const (
 	ReasonToolCallDenied = "ToolCallDenied"
 	// ReasonToolCallWarned marks a warn-mode would-deny (a Normal Event).
 	ReasonToolCallWarned = "ToolCallWarned"
+	// ReasonToolResultRedacted marks a result a ResultPolicy redacted (a
+	// Normal Event naming the rules, counts and bytes, never the values).
+	ReasonToolResultRedacted = "ToolResultRedacted"
+	// ReasonToolResultWithheld marks a result a ResultPolicy withheld (a
+	// Warning Event).
+	ReasonToolResultWithheld = "ToolResultWithheld"
+	// ReasonToolResultWarned marks findings a ResultPolicy only recorded (its
+	// rules' action Warn, or the policy in warn mode; a Normal Event).
+	ReasonToolResultWarned = "ToolResultWarned"
 	// ReasonToolCallApprovalRequested marks a gateway's request for a
 	// person's approval of a call (a Normal Event on the ToolCallApproval and
 	// on the asking policy).

@@ -122,6 +122,10 @@ func TestDecisionRequestIsAToolCallRequest(t *testing.T) {
 // TestEventReasons pins the Event reasons, which `kubectl toolhooks
 // denials` and users' field selectors match.
 func TestEventReasons(t *testing.T) {
+	if wire.ReasonToolResultRedacted != "ToolResultRedacted" || wire.ReasonToolResultWithheld != "ToolResultWithheld" ||
+		wire.ReasonToolResultWarned != "ToolResultWarned" {
+		t.Errorf("result reasons %q, %q, %q", wire.ReasonToolResultRedacted, wire.ReasonToolResultWithheld, wire.ReasonToolResultWarned)
+	}
 	if wire.ReasonToolCallDenied != "ToolCallDenied" || wire.ReasonToolCallWarned != "ToolCallWarned" {
 		t.Errorf("reasons %q, %q", wire.ReasonToolCallDenied, wire.ReasonToolCallWarned)
 	}
