@@ -7,9 +7,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +34,11 @@ func benchToolCallResult(b *testing.B, scan bool) {
 	srv, _ := benchGateway(b)
 	ws := srv.Config().Hooks[1].Autonomy.WorkspaceRoot
 	// 4 KB of ordinary Go source: the standard library's HTTP server.
-	src, err := os.ReadFile(filepath.Join(runtime.GOROOT(), "src", "net", "http", "server.go"))
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Fatalf("go env GOROOT: %v", err)
+	}
+	src, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(goroot)), "src", "net", "http", "server.go"))
 	if err != nil {
 		b.Fatal(err)
 	}
