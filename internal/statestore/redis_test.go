@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -291,7 +292,8 @@ func TestAnIdleSessionExpires(t *testing.T) {
 
 func TestKeysAreNamespacedAndExpire(t *testing.T) {
 	srv := redistest.Start(t)
-	s := newStore(t, srv, statestore.Options{KeyPrefix: "team-a:"})
+	const sessionTTL = 7 * time.Minute
+	s := newStore(t, srv, statestore.Options{KeyPrefix: "team-a:", SessionTTL: sessionTTL})
 	h := scope(t, s, "uid-9", contract.Contract{MaxToolCalls: 5, PerSender: &contract.SenderLimit{Calls: 5, WindowMillis: time.Minute.Milliseconds()}},
 		[]ratelimit.Rule{{Tools: "*", PerSenderPerMinute: 5}}, "")
 	run(t, h, call("s", "alice", "x"), false)
@@ -302,13 +304,33 @@ func TestKeysAreNamespacedAndExpire(t *testing.T) {
 	if len(keys) == 0 {
 		t.Fatal("no keys written")
 	}
+	// Each kind of key lives as long as what it counts: the session's count
+	// the session TTL, a window its span (61 buckets of a sixtieth), the
+	// record of a reservation the time a retry may come (2 minutes).
+	want := map[string]time.Duration{"s": sessionTTL, "w": 61 * time.Second, "r": 61 * time.Second, "rsv": 2 * time.Minute}
+	seen := map[string]bool{}
 	for _, k := range keys {
-		if !strings.HasPrefix(k, "team-a:{uid-9}:") {
+		rest, ok := strings.CutPrefix(k, "team-a:{uid-9}:")
+		if !ok {
 			t.Errorf("key %q is not under team-a:{uid-9}:", k)
+			continue
 		}
+		kind, _, _ := strings.Cut(rest, ":")
+		seen[kind] = true
 		ttl, err := srv.Do("PTTL", k)
-		if err != nil || !strings.HasPrefix(ttl, ":") || strings.HasPrefix(ttl, ":-") {
+		ms, perr := strconv.ParseInt(strings.TrimSpace(strings.TrimPrefix(ttl, ":")), 10, 64)
+		if err != nil || perr != nil || ms < 0 {
 			t.Errorf("key %q has no TTL: %q %v", k, ttl, err)
+			continue
+		}
+		// The test's own run takes well under 30 s of the TTL.
+		if w, ok := want[kind]; !ok || time.Duration(ms)*time.Millisecond > w || time.Duration(ms)*time.Millisecond < w-30*time.Second {
+			t.Errorf("key %q: TTL %dms, want about %s", k, ms, w)
+		}
+	}
+	for kind := range want {
+		if !seen[kind] {
+			t.Errorf("no %q key written (keys %q)", kind, keys)
 		}
 	}
 }
