@@ -22,6 +22,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/mcpgate"
 	"github.com/toolhooks/toolhooks/internal/policyfile"
@@ -83,6 +84,8 @@ type envOptions struct {
 	sessionIdle                       time.Duration
 	// tweak changes the endpoint's options before it is built.
 	tweak func(*mcpgate.Options)
+	// approver records the gateway's requests for approval (nil: none).
+	approver hooks.Approver
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -109,7 +112,7 @@ func newEnvIn(t *testing.T, ws string, o envOptions) *env {
 	}
 	e := &env{t: t, ws: ws, audit: &audit.Memory{}}
 	opts := gateway.Options{Workspace: ws, Audit: e.audit, Logger: discard(), ToolTimeout: o.toolTimeout,
-		MaxFileBytes: o.maxFileBytes, Callers: &authn.Request{AllowAnonymous: o.anonymous}}
+		MaxFileBytes: o.maxFileBytes, Callers: &authn.Request{AllowAnonymous: o.anonymous}, Approver: o.approver}
 	if !o.noAuth {
 		toks, err := authn.ParseStaticTokens([]byte(tokensYAML))
 		if err != nil {
