@@ -787,6 +787,9 @@ func (a *analyzer) catalogue(i int, base string, args []word) {
 		if len(rec) == 0 || (len(rec) == 1 && searchesCwd[base]) {
 			rec = append(rec, ".") // the default operand
 		}
+		if base == "find" {
+			rec = findPaths(vals)
+		}
 	}
 	for _, v := range rec {
 		a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true})
@@ -804,6 +807,37 @@ func (a *analyzer) catalogue(i int, base string, args []word) {
 			a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true, Git: true, MaybeRevision: revs})
 		}
 	}
+}
+
+// findPaths are the starting points find walks: the operands after its
+// leading options (-H, -L, -P, -D x, -Ox) and before the expression (the
+// first word that starts with "-", "(", ")" or "!"), or "." when there are
+// none; an expression's arguments (-name x) are not paths.
+func findPaths(vals []string) []string {
+	i := 0
+	for i < len(vals) {
+		switch v := vals[i]; {
+		case v == "-H" || v == "-L" || v == "-P" || strings.HasPrefix(v, "-O"):
+			i++
+		case v == "-D":
+			i += 2
+		default:
+			goto operands
+		}
+	}
+operands:
+	var out []string
+	for ; i < len(vals); i++ {
+		v := vals[i]
+		if strings.HasPrefix(v, "-") || v == "(" || v == ")" || v == "!" {
+			break
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		out = []string{"."}
+	}
+	return out
 }
 
 // searchesCwd are recursive searchers whose first operand is a pattern
