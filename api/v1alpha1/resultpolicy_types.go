@@ -42,7 +42,7 @@ const (
 // ResultPattern is a custom rule: an RE2 regular expression.
 type ResultPattern struct {
 	// name names the rule in redaction markers and records; unique among the
-	// policy's rules, built-in ones included.
+	// policy's patterns and removeLines and the built-in rules' names.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -61,8 +61,6 @@ type ResultPattern struct {
 // ResultPolicySpec says which tools' results are scanned, for what, and what
 // happens to a match.
 // +kubebuilder:validation:XValidation:rule="(has(self.detectors) && size(self.detectors) > 0) || (has(self.patterns) && size(self.patterns) > 0) || (has(self.removeLines) && size(self.removeLines) > 0)",message="a result policy needs at least one of detectors, patterns or removeLines"
-// +kubebuilder:validation:XValidation:rule="!has(self.timeout) || (duration(self.timeout) > duration('0s') && duration(self.timeout) <= duration('30s'))",message="timeout must be more than 0s and at most 30s",fieldPath=".timeout"
-// +kubebuilder:validation:XValidation:rule="!has(self.patterns) || !has(self.removeLines) || self.patterns.all(p, self.removeLines.all(r, r.name != p.name))",message="patterns and removeLines must not share a name"
 type ResultPolicySpec struct {
 	// subjects selects the calls (by session, channel, sender and verified caller)
 	// whose results are scanned; empty scans every caller's.
@@ -88,8 +86,8 @@ type ResultPolicySpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	Patterns []ResultPattern `json:"patterns,omitempty"`
-	// removeLines are custom rules whose matching lines are removed from the
-	// result (with Redact) or handled as their action says.
+	// removeLines are custom rules whose matching lines are replaced by a marker
+	// naming the rule (with Redact), or handled as their action says.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -110,6 +108,7 @@ type ResultPolicySpec struct {
 	// timeout bounds each scan (default 5s, at most 30s). A scan that fails or
 	// does not finish in time withholds the result.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('30s')",message="timeout must be more than 0s and at most 30s"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 	// enforcementAction is Deny (default) or Warn (dry-run: record what the scan
 	// found, pass the result on unchanged).
