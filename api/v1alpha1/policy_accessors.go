@@ -39,3 +39,9 @@ func (p *PluginHook) GetPolicyStatus() *PolicyStatus { return &p.Status }
 
 // GetGatewaySelector returns the policy's gateway selector (nil selects all).
 func (p *PluginHook) GetGatewaySelector() *metav1.LabelSelector { return p.Spec.GatewaySelector }
+
+// GetPolicyStatus returns the policy's status for the controller to update.
+func (p *ResultPolicy) GetPolicyStatus() *PolicyStatus { return &p.Status }
+
+// GetGatewaySelector returns the policy's gateway selector (nil selects all).
+func (p *ResultPolicy) GetGatewaySelector() *metav1.LabelSelector { return p.Spec.GatewaySelector }

@@ -36,7 +36,7 @@ func newDenialsCmd() *cobra.Command {
 on a policy, most recent first: when, how many, which gateway pod, tool, session, sender,
 rule and reason. Without a name, the denials of every policy (of KIND) in the namespace.
 
-KIND is autonomypolicy (ap), contractpolicy (ctp) or pluginhook (ph), as kubectl spells it.
+KIND is autonomypolicy (ap), contractpolicy (ctp), pluginhook (ph) or resultpolicy (rp), as kubectl spells it.
 A named policy must exist. The cluster is reached as kubectl does (--kubeconfig, --context,
 -n and the other kubeconfig flags; $KUBECONFIG).
 

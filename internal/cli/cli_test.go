@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
@@ -106,6 +107,8 @@ func TestLoadPoliciesSkipsKustomizeFilesAndSuites(t *testing.T) {
 		"p.yaml":              "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: AutonomyPolicy\nmetadata: {name: p}\nspec: {}\n",
 		"contracts/c.yaml":    "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: ContractPolicy\nmetadata: {name: c}\nspec: {maxToolCalls: 1}\n",
 		"contracts/more.yaml": "",
+		"r.yaml": "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: ResultPolicy\nmetadata: {name: r, namespace: team-r}\n" +
+			"spec: {tools: [read_file], detectors: [secrets]}\n",
 	}
 	for name, body := range files {
 		p := filepath.Join(dir, name)
@@ -120,8 +123,12 @@ func TestLoadPoliciesSkipsKustomizeFilesAndSuites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Count() != 2 || l.Source("AutonomyPolicy", "default", "p") != filepath.Join(dir, "p.yaml") {
+	if l.Count() != 3 || l.Source("AutonomyPolicy", "default", "p") != filepath.Join(dir, "p.yaml") ||
+		l.Source("ResultPolicy", "team-r", "r") != filepath.Join(dir, "r.yaml") {
 		t.Errorf("loaded %d policies, sources %v", l.Count(), l.Sources)
+	}
+	if ns := l.Namespaces(); !slices.Equal(ns, []string{"default", "team-r"}) {
+		t.Errorf("namespaces = %v, want default and team-r", ns)
 	}
 	if _, err := LoadPolicies(nil); !errors.Is(err, ErrBadInput) {
 		t.Errorf("no paths: error %v, want ErrBadInput", err)

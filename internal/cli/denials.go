@@ -37,6 +37,7 @@ var PolicyKinds = []PolicyKind{
 	{Kind: "AutonomyPolicy", Resource: "autonomypolicies", Short: "ap"},
 	{Kind: "ContractPolicy", Resource: "contractpolicies", Short: "ctp"},
 	{Kind: "PluginHook", Resource: "pluginhooks", Short: "ph"},
+	{Kind: "ResultPolicy", Resource: "resultpolicies", Short: "rp"},
 }
 
 // ParsePolicyKind resolves a kind as kubectl would: the kind, its singular
@@ -56,7 +57,8 @@ func ParsePolicyKind(s string) (PolicyKind, error) {
 			return k, nil
 		}
 	}
-	return PolicyKind{}, fmt.Errorf("%w: unknown kind %q: denials are recorded on autonomypolicy (ap), contractpolicy (ctp), pluginhook (ph)",
+	return PolicyKind{}, fmt.Errorf("%w: unknown kind %q: denials are recorded on "+
+		"autonomypolicy (ap), contractpolicy (ctp), pluginhook (ph), resultpolicy (rp)",
 		ErrBadInput, s)
 }
 

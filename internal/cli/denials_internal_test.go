@@ -35,6 +35,7 @@ func TestParsePolicyKind(t *testing.T) {
 		"ap": "AutonomyPolicy", "AutonomyPolicy": "AutonomyPolicy", "autonomypolicies": "AutonomyPolicy",
 		"ctp": "ContractPolicy", "contractpolicy.policy.toolhooks.dev": "ContractPolicy",
 		"PH": "PluginHook", "pluginhooks.v1alpha1.policy.toolhooks.dev": "PluginHook",
+		"rp": "ResultPolicy", "resultpolicies": "ResultPolicy", "ResultPolicy.policy.toolhooks.dev": "ResultPolicy",
 	} {
 		k, err := ParsePolicyKind(in)
 		if err != nil || k.Kind != want {

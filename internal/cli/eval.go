@@ -253,6 +253,9 @@ func copyPolicies(p compile.Policies) compile.Policies {
 	for i := range p.Plugins {
 		out.Plugins = append(out.Plugins, *p.Plugins[i].DeepCopy())
 	}
+	for i := range p.Results {
+		out.Results = append(out.Results, *p.Results[i].DeepCopy())
+	}
 	return out
 }
 

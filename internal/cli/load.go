@@ -54,7 +54,7 @@ func (l *Loaded) Source(kind, namespace, name string) string {
 
 // Count returns how many policy objects were loaded.
 func (l *Loaded) Count() int {
-	return len(l.Policies.Autonomy) + len(l.Policies.Contracts) + len(l.Policies.Plugins)
+	return len(l.Policies.Autonomy) + len(l.Policies.Contracts) + len(l.Policies.Plugins) + len(l.Policies.Results)
 }
 
 // Namespaces returns the distinct namespaces of the loaded policies, sorted.
@@ -67,6 +67,9 @@ func (l *Loaded) Namespaces() []string {
 		ns = append(ns, o.Namespace)
 	}
 	for _, o := range l.Policies.Plugins {
+		ns = append(ns, o.Namespace)
+	}
+	for _, o := range l.Policies.Results {
 		ns = append(ns, o.Namespace)
 	}
 	slices.Sort(ns)
@@ -143,6 +146,9 @@ func (l *Loaded) loadFile(path string) error {
 	for _, o := range p.Plugins {
 		keys = append(keys, Key("PluginHook", o.Namespace, o.Name))
 	}
+	for _, o := range p.Results {
+		keys = append(keys, Key("ResultPolicy", o.Namespace, o.Name))
+	}
 	for _, k := range keys {
 		if prev, dup := l.Sources[k]; dup {
 			return BadInput("%s: %s is also defined in %s", path, k, prev)
@@ -152,6 +158,7 @@ func (l *Loaded) loadFile(path string) error {
 	l.Policies.Autonomy = append(l.Policies.Autonomy, p.Autonomy...)
 	l.Policies.Contracts = append(l.Policies.Contracts, p.Contracts...)
 	l.Policies.Plugins = append(l.Policies.Plugins, p.Plugins...)
+	l.Policies.Results = append(l.Policies.Results, p.Results...)
 	return nil
 }
 

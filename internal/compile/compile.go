@@ -21,6 +21,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
 	"github.com/toolhooks/toolhooks/internal/hooks/ratelimit"
+	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
 	"github.com/toolhooks/toolhooks/internal/plugins"
 )
 
@@ -29,6 +30,7 @@ type Policies struct {
 	Autonomy  []policyv1alpha1.AutonomyPolicy
 	Contracts []policyv1alpha1.ContractPolicy
 	Plugins   []policyv1alpha1.PluginHook
+	Results   []policyv1alpha1.ResultPolicy
 }
 
 // Gateway is what compile needs to know of one gateway pod.
@@ -71,8 +73,8 @@ type item struct {
 }
 
 // Compile returns the configuration of gw: AuditLog first, then the
-// AutonomyPolicies, ContractPolicies and PluginHooks of gw's namespace that
-// select it, each group ordered by creation time then name. Invalid policies
+// AutonomyPolicies, ContractPolicies, PluginHooks and ResultPolicies of gw's
+// namespace that select it, each group ordered by creation time then name. Invalid policies
 // are left out of the list and reported in the outcomes (one per policy of
 // gw's namespace, in list order), so the valid ones still apply.
 func Compile(gw Gateway, p Policies) (*gatewayconfig.Config, []Outcome) {
@@ -89,7 +91,8 @@ type Fallback func(uid string) (gatewayconfig.Hook, bool)
 func WithFallback(gw Gateway, p Policies, lastGood Fallback) (*gatewayconfig.Config, []Outcome) {
 	list := []gatewayconfig.Hook{{Name: string(gatewayconfig.KindAuditLog), Kind: gatewayconfig.KindAuditLog}}
 	var outcomes []Outcome
-	for _, group := range [][]item{autonomyItems(p.Autonomy), contractItems(p.Contracts), pluginItems(p.Plugins)} {
+	for _, group := range [][]item{autonomyItems(p.Autonomy), contractItems(p.Contracts), pluginItems(p.Plugins),
+		resultItems(p.Results)} {
 		group = slices.DeleteFunc(group, func(it item) bool { return it.meta.Namespace != gw.Namespace })
 		slices.SortFunc(group, func(a, b item) int {
 			if c := a.meta.CreationTimestamp.Compare(b.meta.CreationTimestamp.Time); c != 0 {
@@ -170,6 +173,16 @@ func pluginItems(ps []policyv1alpha1.PluginHook) []item {
 		p := &ps[i]
 		out[i] = item{meta: p.ObjectMeta, kind: gatewayconfig.KindPluginHook, selector: p.Spec.GatewaySelector,
 			convert: func(ref hooks.PolicyRef) (gatewayconfig.Hook, error) { return Plugin(ref, &p.Spec) }}
+	}
+	return out
+}
+
+func resultItems(ps []policyv1alpha1.ResultPolicy) []item {
+	out := make([]item, len(ps))
+	for i := range ps {
+		p := &ps[i]
+		out[i] = item{meta: p.ObjectMeta, kind: gatewayconfig.KindResultPolicy, selector: p.Spec.GatewaySelector,
+			convert: func(ref hooks.PolicyRef) (gatewayconfig.Hook, error) { return Result(ref, &p.Spec) }}
 	}
 	return out
 }
@@ -311,8 +324,46 @@ func Plugin(ref hooks.PolicyRef, s *policyv1alpha1.PluginHookSpec) (gatewayconfi
 		Action: action(s.EnforcementAction), Plugin: p})
 }
 
-// One compiles a single policy object (an AutonomyPolicy, ContractPolicy or
-// PluginHook) into its hook entry, validating it as the executor would.
+// Result compiles a ResultPolicy spec into its hook entry. An unset timeout
+// or maxBytes is left zero, which the gateway reads as its default.
+func Result(ref hooks.PolicyRef, s *policyv1alpha1.ResultPolicySpec) (gatewayconfig.Hook, error) {
+	r := &resultscan.Spec{
+		Tools:       s.Tools,
+		Subjects:    subjects(ref, s.Subjects),
+		Action:      resultscan.Action(s.Action),
+		MaxBytes:    int(s.MaxBytes),
+		Patterns:    resultPatterns(s.Patterns),
+		RemoveLines: resultPatterns(s.RemoveLines),
+	}
+	for _, d := range s.Detectors {
+		r.Detectors = append(r.Detectors, string(d))
+	}
+	if s.Timeout != nil {
+		if s.Timeout.Duration <= 0 { // zero would mean the default, not no time at all
+			return gatewayconfig.Hook{}, fmt.Errorf("timeout %s must be more than 0s: %w", s.Timeout.Duration, hooks.ErrInvalidSpec)
+		}
+		r.TimeoutMillis = s.Timeout.Milliseconds()
+		if r.TimeoutMillis == 0 { // under a millisecond: keep it short, not the default
+			r.TimeoutMillis = 1
+		}
+	}
+	return validated(gatewayconfig.Hook{Name: HookName(ref), Kind: gatewayconfig.KindResultPolicy, Policy: ref,
+		Action: action(s.EnforcementAction), Result: r})
+}
+
+func resultPatterns(ps []policyv1alpha1.ResultPattern) []resultscan.PatternSpec {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]resultscan.PatternSpec, len(ps))
+	for i, p := range ps {
+		out[i] = resultscan.PatternSpec{Name: p.Name, Regex: p.Regex, Action: resultscan.Action(p.Action)}
+	}
+	return out
+}
+
+// One compiles a single policy object (an AutonomyPolicy, ContractPolicy,
+// PluginHook or ResultPolicy) into its hook entry, validating it as the executor would.
 func One(obj metav1.Object) (gatewayconfig.Hook, error) {
 	switch p := obj.(type) {
 	case *policyv1alpha1.AutonomyPolicy:
@@ -321,6 +372,8 @@ func One(obj metav1.Object) (gatewayconfig.Hook, error) {
 		return Contract(Ref(gatewayconfig.KindContractPolicy, p.ObjectMeta), &p.Spec)
 	case *policyv1alpha1.PluginHook:
 		return Plugin(Ref(gatewayconfig.KindPluginHook, p.ObjectMeta), &p.Spec)
+	case *policyv1alpha1.ResultPolicy:
+		return Result(Ref(gatewayconfig.KindResultPolicy, p.ObjectMeta), &p.Spec)
 	}
 	return gatewayconfig.Hook{}, fmt.Errorf("%T is not a policy kind: %w", obj, hooks.ErrInvalidSpec)
 }

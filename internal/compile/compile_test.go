@@ -15,6 +15,7 @@ import (
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 )
 
 var epoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -50,6 +51,13 @@ func ph(name string, sec int) policyv1alpha1.PluginHook {
 	}}
 }
 
+// rp returns a ResultPolicy in namespace team-a redacting secrets from read_file.
+func rp(name string, sec int) policyv1alpha1.ResultPolicy {
+	return policyv1alpha1.ResultPolicy{ObjectMeta: meta("team-a", name, sec), Spec: policyv1alpha1.ResultPolicySpec{
+		Tools: []string{"read_file"}, Detectors: []policyv1alpha1.ResultDetector{"secrets"},
+	}}
+}
+
 func names(cfg *gatewayconfig.Config) []string {
 	out := make([]string, len(cfg.Hooks))
 	for i, h := range cfg.Hooks {
@@ -62,6 +70,7 @@ var gw = Gateway{Namespace: "team-a", Labels: map[string]string{policyv1alpha1.G
 
 func TestCompileOrdersAuditLogThenKindsThenCreationTimeThenName(t *testing.T) {
 	p := Policies{
+		Results:   []policyv1alpha1.ResultPolicy{rp("redact", 0)},
 		Plugins:   []policyv1alpha1.PluginHook{ph("approvals", 1)},
 		Contracts: []policyv1alpha1.ContractPolicy{ctp("budget-late", 9), ctp("budget", 2)},
 		Autonomy: []policyv1alpha1.AutonomyPolicy{
@@ -74,12 +83,13 @@ func TestCompileOrdersAuditLogThenKindsThenCreationTimeThenName(t *testing.T) {
 		"AutonomyPolicy/team-a/old", "AutonomyPolicy/team-a/alpha", "AutonomyPolicy/team-a/zeta",
 		"ContractPolicy/team-a/budget", "ContractPolicy/team-a/budget-late",
 		"PluginHook/team-a/approvals",
+		"ResultPolicy/team-a/redact",
 	}
 	if got := names(cfg); !slices.Equal(got, want) {
 		t.Fatalf("hook order = %v\nwant %v", got, want)
 	}
-	if len(outcomes) != 6 {
-		t.Fatalf("got %d outcomes, want 6", len(outcomes))
+	if len(outcomes) != 7 {
+		t.Fatalf("got %d outcomes, want 7", len(outcomes))
 	}
 	ref := cfg.Hooks[1].Policy
 	if ref.Kind != "AutonomyPolicy" || ref.Namespace != "team-a" || ref.Name != "old" || ref.UID != "team-a-old" || ref.Generation != 1 {
@@ -206,6 +216,60 @@ func TestCompileLeavesOutInvalidPoliciesAndReportsWhy(t *testing.T) {
 				return p
 			}()}},
 			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: "timeout",
+		},
+		{
+			name: "a result pattern that is not RE2 is InvalidSpec",
+			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+				r := rp("bad", 1)
+				r.Spec.Patterns = []policyv1alpha1.ResultPattern{{Name: "ticket", Regex: "TICKET-(\\d+"}}
+				return r
+			}()}},
+			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: `pattern "ticket"`,
+		},
+		{
+			name: "a result pattern named as a built-in rule is InvalidSpec",
+			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+				r := rp("bad", 1)
+				r.Spec.RemoveLines = []policyv1alpha1.ResultPattern{{Name: "jwt", Regex: "token"}}
+				return r
+			}()}},
+			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: "used twice",
+		},
+		{
+			name: "a bad result tool glob is InvalidGlob",
+			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+				r := rp("bad", 1)
+				r.Spec.Tools = []string{"read_[file"}
+				return r
+			}()}},
+			wantReason: policyv1alpha1.ReasonInvalidGlob, wantText: "read_[file",
+		},
+		{
+			name: "a result scan timeout over 30s is InvalidSpec",
+			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+				r := rp("bad", 1)
+				r.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
+				return r
+			}()}},
+			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: "timeout",
+		},
+		{
+			name: "a result policy that looks for nothing is InvalidSpec",
+			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+				r := rp("bad", 1)
+				r.Spec.Detectors = nil
+				return r
+			}()}},
+			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: "looks for nothing",
+		},
+		{
+			name: "an unknown detector is InvalidSpec",
+			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+				r := rp("bad", 1)
+				r.Spec.Detectors = []policyv1alpha1.ResultDetector{"passwords"}
+				return r
+			}()}},
+			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: `detector "passwords"`,
 		},
 		{
 			name: "an invalid gateway selector is InvalidSpec",
@@ -359,5 +423,101 @@ func TestSubjectsDefaultAServiceAccountsNamespaceToThePolicys(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s subjects = %+v, want %+v", name, got, want)
 		}
+	}
+}
+
+func TestResultCompilesToTheScanSpec(t *testing.T) {
+	p := rp("scan", 1)
+	p.Spec = policyv1alpha1.ResultPolicySpec{
+		Tools:     []string{"read_file", "GitHub__*"},
+		Subjects:  &policyv1alpha1.Subjects{Callers: []policyv1alpha1.CallerSubject{{Kind: policyv1alpha1.CallerServiceAccount, Name: "agent"}}},
+		Detectors: []policyv1alpha1.ResultDetector{"secrets", "email-address"},
+		Patterns: []policyv1alpha1.ResultPattern{
+			{Name: "ticket", Regex: `TICKET-\d+`},
+			{Name: "internal-host", Regex: `[a-z]+\.corp\.example`, Action: policyv1alpha1.ResultWithhold},
+		},
+		RemoveLines:       []policyv1alpha1.ResultPattern{{Name: "debug", Regex: `^DEBUG `, Action: policyv1alpha1.ResultWarn}},
+		Action:            policyv1alpha1.ResultRedact,
+		MaxBytes:          1 << 20,
+		Timeout:           &metav1.Duration{Duration: 2500 * time.Millisecond},
+		EnforcementAction: policyv1alpha1.EnforcementWarn,
+	}
+	h, err := One(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Kind != gatewayconfig.KindResultPolicy || h.Name != "ResultPolicy/team-a/scan" || h.Action != hooks.ActionWarn || h.Result == nil {
+		t.Fatalf("hook = %+v, want a warn-mode ResultPolicy entry named ResultPolicy/team-a/scan", h)
+	}
+	r := h.Result
+	if !slices.Equal(r.Tools, []string{"read_file", "GitHub__*"}) || !slices.Equal(r.Detectors, []string{"secrets", "email-address"}) {
+		t.Errorf("tools %v, detectors %v", r.Tools, r.Detectors)
+	}
+	if len(r.Patterns) != 2 || r.Patterns[1].Name != "internal-host" || r.Patterns[1].Action != "Withhold" || r.Patterns[0].Action != "" {
+		t.Errorf("patterns = %+v", r.Patterns)
+	}
+	if len(r.RemoveLines) != 1 || r.RemoveLines[0].Regex != `^DEBUG ` || r.RemoveLines[0].Action != "Warn" {
+		t.Errorf("removeLines = %+v", r.RemoveLines)
+	}
+	if r.Action != "Redact" || r.MaxBytes != 1<<20 || r.TimeoutMillis != 2500 {
+		t.Errorf("action %q, maxBytes %d, timeoutMillis %d; want Redact, %d, 2500", r.Action, r.MaxBytes, r.TimeoutMillis, 1<<20)
+	}
+	if c := r.Subjects.Callers; len(c) != 1 || c[0].Namespace != "team-a" {
+		t.Errorf("callers = %+v, want the ServiceAccount in the policy's namespace", c)
+	}
+}
+
+func TestAResultPolicyWithoutTimeoutOrMaxBytesLeavesTheGatewayDefaults(t *testing.T) {
+	p := rp("defaults", 1)
+	h, err := One(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Result.TimeoutMillis != 0 || h.Result.MaxBytes != 0 || h.Action != hooks.ActionDeny {
+		t.Errorf("timeoutMillis %d, maxBytes %d, action %q; want 0, 0 (the gateway's defaults) and Deny",
+			h.Result.TimeoutMillis, h.Result.MaxBytes, h.Action)
+	}
+	p.Spec.Timeout = &metav1.Duration{}
+	if _, err := One(&p); !errors.Is(err, hooks.ErrInvalidSpec) {
+		t.Errorf("a zero timeout compiled (err %v): it would silently mean the default", err)
+	}
+}
+
+// TestACompiledResultPolicyRedactsOnTheGateway builds the compiled list as a
+// gateway does and runs the ResultPolicy's filter on a tool's output.
+func TestACompiledResultPolicyRedactsOnTheGateway(t *testing.T) {
+	p := rp("redact", 1)
+	p.Spec.Patterns = []policyv1alpha1.ResultPattern{{Name: "ticket", Regex: `TICKET-\d+`}}
+	cfg, outcomes := Compile(gw, Policies{Results: []policyv1alpha1.ResultPolicy{p}})
+	if len(outcomes) != 1 || outcomes[0].Err != nil || !outcomes[0].Selected {
+		t.Fatalf("outcomes = %+v", outcomes)
+	}
+	if cfg.DecidesCalls() {
+		t.Error("a list of the AuditLog and a result policy decides calls; it must not allow every call")
+	}
+	entries, err := gatewayconfig.Build(cfg, gatewayconfig.BuildOptions{Audit: &audit.Memory{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f hooks.ResultFilter
+	for _, e := range entries {
+		if rf, ok := e.Hook.(hooks.ResultFilter); ok {
+			f = rf
+		}
+	}
+	if f == nil {
+		t.Fatalf("no result filter among %d entries", len(entries))
+	}
+	key := "AKIA" + strings.Repeat("Q", 16)
+	out, err := f.FilterResult(t.Context(), &hooks.Call{Tool: "READ_FILE"}, "key="+key+" see TICKET-42\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "key=[REDACTED:aws-access-key-id] see [REDACTED:ticket]\n"; out.Output != want || out.Withhold {
+		t.Errorf("filtered output %q (withhold %v), want %q", out.Output, out.Withhold, want)
+	}
+	out, err = f.FilterResult(t.Context(), &hooks.Call{Tool: "write_file"}, key)
+	if err != nil || out.Scanned {
+		t.Errorf("an unselected tool's result was scanned: %+v, %v", out, err)
 	}
 }

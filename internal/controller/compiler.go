@@ -189,7 +189,7 @@ func fingerprint(p compile.Policies, labels map[string]string) (inputs, selectio
 		obj      selecting
 		selected bool
 	}
-	entries := make([]entry, 0, len(p.Autonomy)+len(p.Contracts)+len(p.Plugins))
+	entries := make([]entry, 0, len(p.Autonomy)+len(p.Contracts)+len(p.Plugins)+len(p.Results))
 	add := func(kind gatewayconfig.Kind, o selecting) {
 		ok, err := compile.Selects(o.GetGatewaySelector(), labels)
 		entries = append(entries, entry{kind: kind, obj: o, selected: err == nil && ok})
@@ -202,6 +202,9 @@ func fingerprint(p compile.Policies, labels map[string]string) (inputs, selectio
 	}
 	for i := range p.Plugins {
 		add(gatewayconfig.KindPluginHook, &p.Plugins[i])
+	}
+	for i := range p.Results {
+		add(gatewayconfig.KindResultPolicy, &p.Results[i])
 	}
 	// Names are unique per kind within a namespace.
 	slices.SortFunc(entries, func(a, b entry) int {

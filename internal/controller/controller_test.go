@@ -334,3 +334,65 @@ func countEvents(items []eventsv1.Event, regarding, reason string) int {
 	}
 	return n
 }
+
+// TestReconcileCompilesResultPoliciesAndReportsABadRegex: a ResultPolicy
+// created against the API server joins the selected gateway's list after the
+// other kinds, with its scan spec (timeout in milliseconds); one whose pattern
+// is not RE2 is left out, with Accepted=False naming the pattern, and joins
+// once fixed.
+func TestReconcileCompilesResultPoliciesAndReportsABadRegex(t *testing.T) {
+	h := startHarness(t)
+	ctx := context.Background()
+	h.namespace("team-r")
+	pod := h.gatewayPod("team-r", "gw", map[string]string{"tier": "prod"})
+	h.create(&policyv1alpha1.ContractPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-r", Name: "budget"},
+		Spec: policyv1alpha1.ContractPolicySpec{MaxToolCalls: 100}})
+	redact := &policyv1alpha1.ResultPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-r", Name: "redact"},
+		Spec: policyv1alpha1.ResultPolicySpec{
+			Tools:           []string{"read_file", "github__*"},
+			Detectors:       []policyv1alpha1.ResultDetector{"secrets"},
+			Patterns:        []policyv1alpha1.ResultPattern{{Name: "ticket", Regex: `TICKET-\d+`, Action: policyv1alpha1.ResultWithhold}},
+			Timeout:         &metav1.Duration{Duration: 1500 * time.Millisecond},
+			GatewaySelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}},
+		}}
+	h.create(redact)
+	bad := &policyv1alpha1.ResultPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-r", Name: "broken"},
+		Spec: policyv1alpha1.ResultPolicySpec{Tools: []string{"*"},
+			RemoveLines: []policyv1alpha1.ResultPattern{{Name: "debug", Regex: `^DEBUG (`}}}}
+	h.create(bad)
+
+	cfg := h.waitHooks(pod, "ContractPolicy/team-r/budget", "ResultPolicy/team-r/redact")
+	got := cfg.Hooks[2]
+	if got.Kind != gatewayconfig.KindResultPolicy || got.Result == nil || got.Policy.UID != string(redact.UID) {
+		t.Fatalf("entry = %+v, want the ResultPolicy's scan spec", got)
+	}
+	r := got.Result
+	if !slices.Equal(r.Detectors, []string{"secrets"}) || r.TimeoutMillis != 1500 || r.Action != "Redact" ||
+		len(r.Patterns) != 1 || r.Patterns[0].Action != "Withhold" {
+		t.Errorf("scan spec = %+v, want detectors [secrets], timeoutMillis 1500, the CRD's default action Redact and the ticket pattern withholding", r)
+	}
+	if got.Action != "Deny" {
+		t.Errorf("entry action = %q, want the CRD's default enforcementAction Deny", got.Action)
+	}
+
+	h.waitStatus(redact, func() *policyv1alpha1.PolicyStatus { return &redact.Status }, metav1.ConditionTrue, policyv1alpha1.ReasonCompiled, 1)
+	cond := h.waitStatus(bad, func() *policyv1alpha1.PolicyStatus { return &bad.Status }, metav1.ConditionFalse, policyv1alpha1.ReasonInvalidSpec, 1)
+	if !strings.Contains(cond.Message, `removeLines "debug"`) {
+		t.Errorf("Accepted message %q does not name the bad rule", cond.Message)
+	}
+
+	bad.Spec.RemoveLines[0].Regex = `^DEBUG `
+	if err := h.c.Update(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus(bad, func() *policyv1alpha1.PolicyStatus { return &bad.Status }, metav1.ConditionTrue, policyv1alpha1.ReasonCompiled, 1)
+	// Result policies in creation order, then by name (both may share a second).
+	want := []string{"ResultPolicy/team-r/redact", "ResultPolicy/team-r/broken"}
+	if bad.CreationTimestamp.Equal(&redact.CreationTimestamp) {
+		want[0], want[1] = want[1], want[0]
+	}
+	fixed := h.waitHooks(pod, append([]string{"ContractPolicy/team-r/budget"}, want...)...)
+	if fixed.Revision == cfg.Revision {
+		t.Error("revision did not change when the fixed result policy joined the list")
+	}
+}

@@ -44,7 +44,7 @@ type GatewayReconciler struct {
 }
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups=policy.toolhooks.dev,resources=autonomypolicies;contractpolicies;pluginhooks,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.toolhooks.dev,resources=autonomypolicies;contractpolicies;pluginhooks;resultpolicies,verbs=get;list;watch
 
 // Reconcile compiles one gateway pod's configuration.
 func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -87,7 +87,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 // liveUIDs returns the UIDs of every policy in p.
 func liveUIDs(p compile.Policies) map[string]bool {
-	live := make(map[string]bool, len(p.Autonomy)+len(p.Contracts)+len(p.Plugins))
+	live := make(map[string]bool, len(p.Autonomy)+len(p.Contracts)+len(p.Plugins)+len(p.Results))
 	for i := range p.Autonomy {
 		live[string(p.Autonomy[i].UID)] = true
 	}
@@ -96,6 +96,9 @@ func liveUIDs(p compile.Policies) map[string]bool {
 	}
 	for i := range p.Plugins {
 		live[string(p.Plugins[i].UID)] = true
+	}
+	for i := range p.Results {
+		live[string(p.Results[i].UID)] = true
 	}
 	return live
 }
@@ -106,13 +109,14 @@ func ListPolicies(ctx context.Context, c client.Reader, namespace string) (compi
 		ap  policyv1alpha1.AutonomyPolicyList
 		ctp policyv1alpha1.ContractPolicyList
 		ph  policyv1alpha1.PluginHookList
+		rp  policyv1alpha1.ResultPolicyList
 	)
-	for _, l := range []client.ObjectList{&ap, &ctp, &ph} {
+	for _, l := range []client.ObjectList{&ap, &ctp, &ph, &rp} {
 		if err := c.List(ctx, l, client.InNamespace(namespace)); err != nil {
 			return compile.Policies{}, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	return compile.Policies{Autonomy: ap.Items, Contracts: ctp.Items, Plugins: ph.Items}, nil
+	return compile.Policies{Autonomy: ap.Items, Contracts: ctp.Items, Plugins: ph.Items, Results: rp.Items}, nil
 }
 
 // isGateway reports whether pod is a live gateway pod.
@@ -168,5 +172,6 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&policyv1alpha1.AutonomyPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&policyv1alpha1.ContractPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&policyv1alpha1.PluginHook{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&policyv1alpha1.ResultPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }

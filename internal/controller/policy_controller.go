@@ -53,7 +53,7 @@ type PolicyStatusReconciler[T any, P Policy[T]] struct {
 }
 
 // +kubebuilder:rbac:groups=policy.toolhooks.dev,resources=autonomypolicies/status;contractpolicies/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=policy.toolhooks.dev,resources=pluginhooks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=policy.toolhooks.dev,resources=pluginhooks/status;resultpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile recomputes one policy's status.
@@ -274,7 +274,7 @@ func (r *PolicyStatusReconciler[T, P]) SetupWithManager(mgr ctrl.Manager, name s
 }
 
 // SetupAll registers the gateway reconciler (compile, and push when gw has a
-// Pusher), the three status reconcilers and the ToolCallApproval lifecycle
+// Pusher), the four status reconcilers and the ToolCallApproval lifecycle
 // reconciler, which deletes approvals approvalRetention after they were decided.
 func SetupAll(mgr ctrl.Manager, store *Store, gw GatewayReconciler, approvalRetention time.Duration) error {
 	c := mgr.GetClient()
@@ -310,6 +310,15 @@ func SetupAll(mgr ctrl.Manager, store *Store, gw GatewayReconciler, approvalRete
 		},
 	}).SetupWithManager(mgr, "pluginhook"); err != nil {
 		return fmt.Errorf("setting up PluginHook status reconciler: %w", err)
+	}
+	if err := (&PolicyStatusReconciler[policyv1alpha1.ResultPolicy, *policyv1alpha1.ResultPolicy]{
+		Client: c, Recorder: rec, Store: store, Resync: statusResync(gw),
+		List: func() client.ObjectList { return &policyv1alpha1.ResultPolicyList{} },
+		Items: func(l client.ObjectList) []client.Object {
+			return objects(l.(*policyv1alpha1.ResultPolicyList).Items)
+		},
+	}).SetupWithManager(mgr, "resultpolicy"); err != nil {
+		return fmt.Errorf("setting up ResultPolicy status reconciler: %w", err)
 	}
 	if err := (&ApprovalReconciler{Client: c, Recorder: rec, Retention: approvalRetention}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up ToolCallApproval reconciler: %w", err)

@@ -19,7 +19,7 @@ func TestKindsAreTheCRDKinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"AutonomyPolicy", "ContractPolicy", "PluginHook", "ToolCallApproval"}; !slices.Equal(kinds, want) {
+	if want := []string{"AutonomyPolicy", "ContractPolicy", "PluginHook", "ResultPolicy", "ToolCallApproval"}; !slices.Equal(kinds, want) {
 		t.Errorf("Kinds() = %v, want %v", kinds, want)
 	}
 	for _, k := range kinds {

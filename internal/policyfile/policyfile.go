@@ -1,5 +1,5 @@
-// Package policyfile reads AutonomyPolicy, ContractPolicy and PluginHook
-// objects from YAML (or JSON) files, for the gateway's standalone mode, the
+// Package policyfile reads AutonomyPolicy, ContractPolicy, PluginHook and
+// ResultPolicy objects from YAML (or JSON) files, for the gateway's standalone mode, the
 // demo and offline tools. Each object goes through the CRDs' own schemas as
 // the API server applies them on create with strict field validation
 // (package crdschema): unknown fields are errors, the CRDs' defaults are set
@@ -73,7 +73,7 @@ func LoadDir(dir string) (compile.Policies, error) {
 		if err != nil {
 			return compile.Policies{}, err
 		}
-		if len(p.Autonomy)+len(p.Contracts)+len(p.Plugins) == 0 {
+		if len(p.Autonomy)+len(p.Contracts)+len(p.Plugins)+len(p.Results) == 0 {
 			return compile.Policies{}, fmt.Errorf("%s: %w: %w", path, ErrInvalid, ErrNoObjects)
 		}
 		for _, k := range keys(p) {
@@ -85,13 +85,14 @@ func LoadDir(dir string) (compile.Policies, error) {
 		all.Autonomy = append(all.Autonomy, p.Autonomy...)
 		all.Contracts = append(all.Contracts, p.Contracts...)
 		all.Plugins = append(all.Plugins, p.Plugins...)
+		all.Results = append(all.Results, p.Results...)
 	}
 	return all, nil
 }
 
 // Parse reads the policy objects of one file: YAML documents separated by
 // "---" lines (JSON is YAML too), each an AutonomyPolicy, ContractPolicy,
-// PluginHook or a List of them (kind List or <Kind>List), with apiVersion
+// PluginHook, ResultPolicy or a List of them (kind List or <Kind>List), with apiVersion
 // policy.toolhooks.dev/v1alpha1. Empty documents are skipped. Decoding is
 // strict and each object is defaulted and validated as the API server would
 // (see the package comment); errors name source, the document's position
@@ -147,6 +148,9 @@ var kinds = map[string]func(js []byte, p *compile.Policies) error{
 	"PluginHook": func(js []byte, p *compile.Policies) error {
 		return decodeInto(js, &p.Plugins)
 	},
+	"ResultPolicy": func(js []byte, p *compile.Policies) error {
+		return decodeInto(js, &p.Results)
+	},
 }
 
 // decodeInto strictly decodes js as one more element of *objs.
@@ -174,7 +178,7 @@ func decodeObject(js []byte, where string, p *compile.Policies, seen map[string]
 	}
 	decode, known := kinds[head.Kind]
 	if !known {
-		return fmt.Errorf("%s: %w: unknown kind %q (want AutonomyPolicy, ContractPolicy, PluginHook or a List of them)",
+		return fmt.Errorf("%s: %w: unknown kind %q (want AutonomyPolicy, ContractPolicy, PluginHook, ResultPolicy or a List of them)",
 			where, ErrInvalid, head.Kind)
 	}
 	s, err := crdschema.For(head.Kind)
@@ -263,7 +267,7 @@ func strict(js []byte, v any) error {
 
 // keys names the objects of p as "Kind namespace/name".
 func keys(p compile.Policies) []string {
-	out := make([]string, 0, len(p.Autonomy)+len(p.Contracts)+len(p.Plugins))
+	out := make([]string, 0, len(p.Autonomy)+len(p.Contracts)+len(p.Plugins)+len(p.Results))
 	for _, o := range p.Autonomy {
 		out = append(out, "AutonomyPolicy "+o.Namespace+"/"+o.Name)
 	}
@@ -272,6 +276,9 @@ func keys(p compile.Policies) []string {
 	}
 	for _, o := range p.Plugins {
 		out = append(out, "PluginHook "+o.Namespace+"/"+o.Name)
+	}
+	for _, o := range p.Results {
+		out = append(out, "ResultPolicy "+o.Namespace+"/"+o.Name)
 	}
 	return out
 }

@@ -220,3 +220,75 @@ func write(t *testing.T, dir, name, body string) {
 		t.Fatal(err)
 	}
 }
+
+const resultDoc = `apiVersion: policy.toolhooks.dev/v1alpha1
+kind: ResultPolicy
+metadata:
+  name: redact-secrets
+spec:
+  tools: ["read_file", "github__*"]
+  detectors: ["secrets", "email-address"]
+  patterns:
+  - name: ticket
+    regex: 'TICKET-\d+'
+    action: Withhold
+  removeLines:
+  - name: debug
+    regex: '^DEBUG '
+  timeout: 2s
+`
+
+// A ResultPolicy file loads with the CRD's defaults (action Redact,
+// enforcementAction Deny) and compiles into a scan spec after the
+// other kinds, its timeout in milliseconds.
+func TestALoadedResultPolicyCompilesWithTheCRDDefaults(t *testing.T) {
+	p, err := policyfile.Parse([]byte(resultDoc+"---\n"+contractDoc), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Results) != 1 || len(p.Contracts) != 1 {
+		t.Fatalf("got %d result and %d contract objects, want one each", len(p.Results), len(p.Contracts))
+	}
+	r := p.Results[0]
+	if r.Namespace != "default" || r.Spec.Action != policyv1alpha1.ResultRedact || r.Spec.EnforcementAction != policyv1alpha1.EnforcementDeny {
+		t.Errorf("namespace %q, action %q, enforcementAction %q; want default, Redact, Deny", r.Namespace, r.Spec.Action, r.Spec.EnforcementAction)
+	}
+	got, outcomes := compile.Compile(compile.Gateway{Namespace: "default"}, p)
+	if len(outcomes) != 1 || outcomes[0].Err != nil { // one per policy of the gateway's namespace
+		t.Fatalf("outcomes = %+v, want the result policy's, compiled", outcomes)
+	}
+	if len(got.Hooks) != 2 || got.Hooks[1].Result == nil {
+		t.Fatalf("hooks = %+v, want AuditLog and the result policy (the contract is in team-a)", got.Hooks)
+	}
+	s := got.Hooks[1].Result
+	if s.TimeoutMillis != 2000 || s.Action != "Redact" || len(s.Patterns) != 1 || s.Patterns[0].Action != "Withhold" ||
+		len(s.RemoveLines) != 1 || s.RemoveLines[0].Action != "" {
+		t.Errorf("scan spec = %+v", s)
+	}
+}
+
+// Bad ResultPolicy files are refused naming the file and the field.
+func TestParseRejectsBadResultPolicies(t *testing.T) {
+	cases := []struct{ name, spec, want string }{
+		{"no tools", `{"detectors":["secrets"]}`, "spec.tools: Required value"},
+		{"an empty tools list", `{"tools":[],"detectors":["secrets"]}`, "spec.tools: Invalid value"},
+		{"a pattern without a regex", `{"tools":["*"],"patterns":[{"name":"t"}]}`, "spec.patterns[0].regex: Required value"},
+		{"a rule name with a space", `{"tools":["*"],"patterns":[{"name":"my rule","regex":"x"}]}`, "spec.patterns[0].name: Invalid value"},
+		{"two patterns with one name", `{"tools":["*"],"patterns":[{"name":"t","regex":"x"},{"name":"t","regex":"y"}]}`,
+			"spec.patterns[1]: Duplicate value"},
+		{"a zero maxBytes", `{"tools":["*"],"detectors":["jwt"],"maxBytes":0}`, "spec.maxBytes: Invalid value"},
+		{"a timeout of zero", `{"tools":["*"],"detectors":["jwt"],"timeout":"0s"}`, "spec.timeout: Invalid value"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := `{"apiVersion":"policy.toolhooks.dev/v1alpha1","kind":"ResultPolicy","metadata":{"name":"bad"},"spec":` + tc.spec + `}`
+			_, err := policyfile.Parse([]byte(doc), "bad.yaml")
+			if err == nil {
+				t.Fatalf("Parse accepted %s", tc.spec)
+			}
+			if !errors.Is(err, policyfile.ErrInvalid) || !strings.Contains(err.Error(), "bad.yaml") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want ErrInvalid naming bad.yaml and %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -97,6 +97,7 @@ func object(kind, name, spec string) string {
 const (
 	urlTransport = `{"http":{"url":"http://127.0.0.1:9/hook"}}`
 	pluginSpec   = `{"events":["tool:before"],"transport":` + urlTransport + `}`
+	resultSpec   = `{"tools":["read_file"],"detectors":["secrets"]}`
 )
 
 // defaultCases are objects without the defaulted field: the loader must set
@@ -112,6 +113,8 @@ var defaultCases = []struct {
 	{"PluginHook spec.enforcementAction", object("PluginHook", "no-action", pluginSpec)},
 	{"PluginHook spec.failurePolicy", object("PluginHook", "no-failure-policy", `{"events":["tool:after"],"transport":{"stdio":{"command":"node"}}}`)},
 	{"PluginHook spec.timeout", object("PluginHook", "no-timeout", `{"events":["tool:*"],"transport":`+urlTransport+`,"failurePolicy":"Ignore"}`)},
+	{"ResultPolicy spec.action", object("ResultPolicy", "no-action", resultSpec)},
+	{"ResultPolicy spec.enforcementAction", object("ResultPolicy", "no-enforcement-action", resultSpec)},
 	{"PluginHook spec.transport.http.service.port", object("PluginHook", "no-port",
 		`{"events":["tool:before"],"transport":{"http":{"service":{"name":"approvals","path":"/hook"}}}}`)},
 }
@@ -152,6 +155,24 @@ var enumCases = []rejectCase{
 	{"an unknown contract caller kind", "ContractPolicy spec.subjects.callers[*].kind",
 		object("ContractPolicy", "bad-caller", `{"maxToolCalls":1,"subjects":{"callers":[{"kind":"serviceaccount","name":"a"}]}}`),
 		`spec.subjects.callers[0].kind: Unsupported value: "serviceaccount"`},
+	{"a lower-case result action", "ResultPolicy spec.action",
+		object("ResultPolicy", "bad-action", `{"tools":["*"],"detectors":["secrets"],"action":"redact"}`),
+		`spec.action: Unsupported value: "redact"`},
+	{"an unknown detector", "ResultPolicy spec.detectors[*]",
+		object("ResultPolicy", "bad-detector", `{"tools":["*"],"detectors":["secrets","passwords"]}`),
+		`spec.detectors[1]: Unsupported value: "passwords"`},
+	{"an unknown result enforcement action", "ResultPolicy spec.enforcementAction",
+		object("ResultPolicy", "bad-enforcement", `{"tools":["*"],"detectors":["jwt"],"enforcementAction":"Redact"}`),
+		`spec.enforcementAction: Unsupported value: "Redact"`},
+	{"an unknown pattern action", "ResultPolicy spec.patterns[*].action",
+		object("ResultPolicy", "bad-pattern-action", `{"tools":["*"],"patterns":[{"name":"t","regex":"T-\\d+","action":"Drop"}]}`),
+		`spec.patterns[0].action: Unsupported value: "Drop"`},
+	{"an unknown removeLines action", "ResultPolicy spec.removeLines[*].action",
+		object("ResultPolicy", "bad-remove-action", `{"tools":["*"],"removeLines":[{"name":"d","regex":"^DEBUG","action":"Remove"}]}`),
+		`spec.removeLines[0].action: Unsupported value: "Remove"`},
+	{"an unknown result caller kind", "ResultPolicy spec.subjects.callers[*].kind",
+		object("ResultPolicy", "bad-caller", `{"tools":["*"],"detectors":["jwt"],"subjects":{"callers":[{"kind":"Team","name":"a"}]}}`),
+		`spec.subjects.callers[0].kind: Unsupported value: "Team"`},
 	{"an unknown plugin event", "PluginHook spec.events[*]",
 		object("PluginHook", "bad-event", `{"events":["tool:during"],"transport":`+urlTransport+`}`),
 		`spec.events[0]: Unsupported value: "tool:during"`},
@@ -179,6 +200,13 @@ var celCases = []rejectCase{
 		"spec.maxToolCallsPerSender: Invalid value"},
 	{"a timeout above 30s", "PluginHook spec", object("PluginHook", "slow", `{"events":["tool:before"],"transport":`+urlTransport+`,"timeout":"31s"}`),
 		"spec.timeout: Invalid value"},
+	{"a result policy that looks for nothing", "ResultPolicy spec",
+		object("ResultPolicy", "looks-for-nothing", `{"tools":["read_file"],"detectors":[]}`), "spec: Invalid value"},
+	{"a result scan timeout above 30s", "ResultPolicy spec.timeout",
+		object("ResultPolicy", "slow-scan", `{"tools":["read_file"],"detectors":["secrets"],"timeout":"1m"}`), `spec.timeout: Invalid value`},
+	{"a result User caller with a namespace", "ResultPolicy spec.subjects.callers[*]",
+		object("ResultPolicy", "user-ns", `{"tools":["*"],"detectors":["jwt"],"subjects":{"callers":[{"kind":"User","name":"a","namespace":"b"}]}}`),
+		"spec.subjects.callers[0]: Invalid value"},
 	{"a transport with both http and stdio", "PluginHook spec.transport",
 		object("PluginHook", "two-transports", `{"events":["tool:before"],"transport":{"http":{"url":"http://a/"},"stdio":{"command":"node"}}}`),
 		"spec.transport: Invalid value"},

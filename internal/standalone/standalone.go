@@ -1,5 +1,5 @@
 // Package standalone runs a gateway without a cluster: it loads
-// AutonomyPolicy, ContractPolicy and PluginHook YAML files from a directory,
+// AutonomyPolicy, ContractPolicy, PluginHook and ResultPolicy YAML files from a directory,
 // compiles them through the same path as the controller, applies the result
 // to a gateway.Server as a push would, and reloads them when they change.
 package standalone
@@ -33,7 +33,7 @@ var ErrPolicyFiles = errors.New("policy files not applied")
 
 // Options configure standalone mode.
 type Options struct {
-	// Dir holds the AutonomyPolicy, ContractPolicy and PluginHook files (see policyfile.LoadDir).
+	// Dir holds the AutonomyPolicy, ContractPolicy, PluginHook and ResultPolicy files (see policyfile.LoadDir).
 	Dir string
 	// Namespace is the gateway's namespace: only policies in it apply (default "default").
 	Namespace string
@@ -185,6 +185,11 @@ func countOtherNamespaces(p compile.Policies, ns string) int {
 		}
 	}
 	for _, o := range p.Plugins {
+		if o.Namespace != ns {
+			n++
+		}
+	}
+	for _, o := range p.Results {
 		if o.Namespace != ns {
 			n++
 		}

@@ -127,3 +127,34 @@ spec:
 		t.Errorf("canary: %+v %v", res, err)
 	}
 }
+
+// TestStandaloneAppliesAResultPolicyFile: a ResultPolicy read from the
+// directory redacts what read_file returns, on the gateway's own endpoint.
+func TestStandaloneAppliesAResultPolicyFile(t *testing.T) {
+	e := gatewaytest.New(t, nil)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "p.yaml"), strings.ReplaceAll(basePolicy, "WORKSPACE", e.Workspace)+`---
+apiVersion: policy.toolhooks.dev/v1alpha1
+kind: ResultPolicy
+metadata: {name: redact-secrets}
+spec:
+  tools: ["READ_*"]
+  detectors: [secrets]
+`)
+	key := "AKIA" + strings.Repeat("Q", 16)
+	writeFile(t, filepath.Join(e.Workspace, "notes.txt"), "aws key "+key+"\n")
+	res, err := standalone.Load(context.Background(), e.Server, standalone.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Hooks != 3 {
+		t.Errorf("got %d hooks, want AuditLog, the autonomy policy and the result policy", res.Hooks)
+	}
+	r := e.Call("read_file", `{"path":"notes.txt"}`)
+	if r.Status != "succeeded" || strings.Contains(r.Result, key) || !strings.Contains(r.Result, "[REDACTED:aws-access-key-id]") {
+		t.Errorf("read_file answered %s %q, want the key redacted", r.Status, r.Result)
+	}
+	if len(r.Redactions) != 1 || r.Redactions[0].Hook != "ResultPolicy/default/redact-secrets" {
+		t.Errorf("redactions = %+v, want one by ResultPolicy/default/redact-secrets", r.Redactions)
+	}
+}

@@ -31,6 +31,9 @@ func TestCRDsInstallAndServeEveryKind(t *testing.T) {
 			Events:    []policyv1alpha1.PluginEvent{policyv1alpha1.EventToolBefore},
 			Transport: policyv1alpha1.PluginTransport{Stdio: &policyv1alpha1.StdioTransport{Command: "node"}},
 		}},
+		&policyv1alpha1.ResultPolicy{ObjectMeta: meta("smoke"), Spec: policyv1alpha1.ResultPolicySpec{
+			Tools: []string{"read_file"}, Detectors: []policyv1alpha1.ResultDetector{"secrets"},
+		}},
 	}
 	for _, obj := range objects {
 		if err := env.Client.Create(ctx, obj); err != nil {
@@ -52,6 +55,14 @@ func TestCRDsInstallAndServeEveryKind(t *testing.T) {
 	if ph.Spec.Timeout == nil || ph.Spec.Timeout.Duration.String() != "5s" || ph.Spec.FailurePolicy != policyv1alpha1.FailurePolicyFail {
 		t.Errorf("PluginHook defaults = timeout %v failurePolicy %q, want 5s and Fail", ph.Spec.Timeout, ph.Spec.FailurePolicy)
 	}
+	var rp policyv1alpha1.ResultPolicy
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "smoke"}, &rp); err != nil {
+		t.Fatal(err)
+	}
+	if rp.Spec.Action != policyv1alpha1.ResultRedact || rp.Spec.EnforcementAction != policyv1alpha1.EnforcementDeny || rp.Spec.Timeout != nil {
+		t.Errorf("ResultPolicy defaults = action %q enforcementAction %q timeout %v, want Redact, Deny and none (the gateway's)",
+			rp.Spec.Action, rp.Spec.EnforcementAction, rp.Spec.Timeout)
+	}
 
 	out, err := env.Kubectl(t, "get", "toolhooks", "-n", "default", "-o", "name")
 	if err != nil {
@@ -61,6 +72,7 @@ func TestCRDsInstallAndServeEveryKind(t *testing.T) {
 		"autonomypolicy.policy.toolhooks.dev/smoke",
 		"contractpolicy.policy.toolhooks.dev/smoke",
 		"pluginhook.policy.toolhooks.dev/smoke",
+		"resultpolicy.policy.toolhooks.dev/smoke",
 	} {
 		if !slices.Contains(strings.Split(strings.TrimSpace(out), "\n"), want) {
 			t.Errorf("kubectl get toolhooks output lacks %q:\n%s", want, out)

@@ -57,7 +57,7 @@ func NewHook(cfg HookConfig) (*Hook, error) {
 	for i, g := range cfg.Tools {
 		tools[i] = strings.ToLower(g)
 		if g == "" || !doublestar.ValidatePattern(tools[i]) {
-			return nil, fmt.Errorf("tools[%d]: %q is not a valid glob", i, g)
+			return nil, fmt.Errorf("tools[%d]: %q is not a valid glob: %w", i, g, hooks.ErrInvalidGlob)
 		}
 	}
 	if cfg.Timeout < 0 {
