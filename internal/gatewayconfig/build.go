@@ -35,12 +35,16 @@ type kind struct {
 	validate func(h *Hook) error
 	// build returns the entry's hook and whether its failures let calls through.
 	build func(h *Hook, opts *BuildOptions) (hk hooks.Hook, failOpen bool, err error)
+	// decidesNothing marks kinds that never decide on a call before it runs
+	// (the AuditLog, result policies).
+	decidesNothing bool
 }
 
 // kinds is the table of hook kinds.
 var kinds = map[Kind]kind{
 	KindAuditLog: {
-		build: func(_ *Hook, o *BuildOptions) (hooks.Hook, bool, error) { return audit.New(o.Audit), false, nil },
+		decidesNothing: true,
+		build:          func(_ *Hook, o *BuildOptions) (hooks.Hook, bool, error) { return audit.New(o.Audit), false, nil },
 	},
 	KindAutonomyPolicy: {
 		hasSpec:  func(h *Hook) bool { return h.Autonomy != nil },
@@ -71,8 +75,9 @@ var kinds = map[Kind]kind{
 		},
 	},
 	KindResultPolicy: {
-		hasSpec:  func(h *Hook) bool { return h.Result != nil },
-		validate: func(h *Hook) error { return resultscan.Validate(h.Result) },
+		decidesNothing: true,
+		hasSpec:        func(h *Hook) bool { return h.Result != nil },
+		validate:       func(h *Hook) error { return resultscan.Validate(h.Result) },
 		build: func(h *Hook, _ *BuildOptions) (hooks.Hook, bool, error) {
 			r, err := resultscan.Build(h.Name, h.Result)
 			return r, false, err

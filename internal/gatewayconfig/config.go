@@ -97,7 +97,7 @@ func (h *Hook) Validate() error {
 // nothing, so that a gateway given only those does not allow every call.
 func (c *Config) DecidesCalls() bool {
 	for _, h := range c.Hooks {
-		if h.Kind != KindAuditLog && h.Kind != KindResultPolicy {
+		if k, ok := kinds[h.Kind]; !ok || !k.decidesNothing {
 			return true
 		}
 	}
