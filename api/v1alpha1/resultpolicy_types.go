@@ -58,9 +58,31 @@ type ResultPattern struct {
 	Action ResultAction `json:"action,omitempty"`
 }
 
+// ResultPath is a removal by JSONPath (RFC 9535).
+type ResultPath struct {
+	// name names the rule in markers and records; unique among the policy's
+	// rules and the built-in rules' names.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`
+	Name string `json:"name"`
+	// path is a JSONPath query such as $.user.ssn or $..password; each value it
+	// selects in a result that is a JSON document is replaced by a marker
+	// naming the rule (with Redact), or handled as action says.
+	// +required
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^\$`
+	Path string `json:"path"`
+	// action overrides the policy's action for this rule.
+	// +optional
+	Action ResultAction `json:"action,omitempty"`
+}
+
 // ResultPolicySpec says which tools' results are scanned, for what, and what
 // happens to a match.
-// +kubebuilder:validation:XValidation:rule="(has(self.detectors) && size(self.detectors) > 0) || (has(self.patterns) && size(self.patterns) > 0) || (has(self.removeLines) && size(self.removeLines) > 0)",message="a result policy needs at least one of detectors, patterns or removeLines"
+// +kubebuilder:validation:XValidation:rule="(has(self.detectors) && size(self.detectors) > 0) || (has(self.patterns) && size(self.patterns) > 0) || (has(self.removeLines) && size(self.removeLines) > 0) || (has(self.removePaths) && size(self.removePaths) > 0)",message="a result policy needs at least one of detectors, patterns, removeLines or removePaths"
 type ResultPolicySpec struct {
 	// subjects selects the calls (by session, channel, sender and verified caller)
 	// whose results are scanned; empty scans every caller's.
@@ -93,6 +115,15 @@ type ResultPolicySpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
 	RemoveLines []ResultPattern `json:"removeLines,omitempty"`
+	// removePaths are JSONPath rules applied first, to results that are JSON
+	// documents. A result that is not a JSON document is withheld, since the
+	// values the paths select cannot be shown absent (unless every path rule's
+	// action is Warn, which records it).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	RemovePaths []ResultPath `json:"removePaths,omitempty"`
 	// action is what happens to a match of the detectors and of the rules that
 	// name none: Redact (default) replaces the match with a marker naming the
 	// rule, Withhold replaces the whole result, Warn only records it.

@@ -335,6 +335,9 @@ func Result(ref hooks.PolicyRef, s *policyv1alpha1.ResultPolicySpec) (gatewaycon
 		Patterns:    resultPatterns(s.Patterns),
 		RemoveLines: resultPatterns(s.RemoveLines),
 	}
+	for _, p := range s.RemovePaths {
+		r.RemovePaths = append(r.RemovePaths, resultscan.PathSpec{Name: p.Name, Path: p.Path, Action: resultscan.Action(p.Action)})
+	}
 	for _, d := range s.Detectors {
 		r.Detectors = append(r.Detectors, string(d))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
 )
 
 var epoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -437,6 +438,7 @@ func TestResultCompilesToTheScanSpec(t *testing.T) {
 			{Name: "internal-host", Regex: `[a-z]+\.corp\.example`, Action: policyv1alpha1.ResultWithhold},
 		},
 		RemoveLines:       []policyv1alpha1.ResultPattern{{Name: "debug", Regex: `^DEBUG `, Action: policyv1alpha1.ResultWarn}},
+		RemovePaths:       []policyv1alpha1.ResultPath{{Name: "ssn", Path: "$..ssn", Action: policyv1alpha1.ResultWithhold}},
 		Action:            policyv1alpha1.ResultRedact,
 		MaxBytes:          1 << 20,
 		Timeout:           &metav1.Duration{Duration: 2500 * time.Millisecond},
@@ -458,6 +460,9 @@ func TestResultCompilesToTheScanSpec(t *testing.T) {
 	}
 	if len(r.RemoveLines) != 1 || r.RemoveLines[0].Regex != `^DEBUG ` || r.RemoveLines[0].Action != "Warn" {
 		t.Errorf("removeLines = %+v", r.RemoveLines)
+	}
+	if len(r.RemovePaths) != 1 || r.RemovePaths[0] != (resultscan.PathSpec{Name: "ssn", Path: "$..ssn", Action: "Withhold"}) {
+		t.Errorf("removePaths = %+v", r.RemovePaths)
 	}
 	if r.Action != "Redact" || r.MaxBytes != 1<<20 || r.TimeoutMillis != 2500 {
 		t.Errorf("action %q, maxBytes %d, timeoutMillis %d; want Redact, %d, 2500", r.Action, r.MaxBytes, r.TimeoutMillis, 1<<20)

@@ -170,6 +170,9 @@ var enumCases = []rejectCase{
 	{"an unknown removeLines action", "ResultPolicy spec.removeLines[*].action",
 		object("ResultPolicy", "bad-remove-action", `{"tools":["*"],"removeLines":[{"name":"d","regex":"^DEBUG","action":"Remove"}]}`),
 		`spec.removeLines[0].action: Unsupported value: "Remove"`},
+	{"an unknown removePaths action", "ResultPolicy spec.removePaths[*].action",
+		object("ResultPolicy", "bad-path-action", `{"tools":["*"],"removePaths":[{"name":"d","path":"$.a","action":"Delete"}]}`),
+		`spec.removePaths[0].action: Unsupported value: "Delete"`},
 	{"an unknown result caller kind", "ResultPolicy spec.subjects.callers[*].kind",
 		object("ResultPolicy", "bad-caller", `{"tools":["*"],"detectors":["jwt"],"subjects":{"callers":[{"kind":"Team","name":"a"}]}}`),
 		`spec.subjects.callers[0].kind: Unsupported value: "Team"`},
@@ -251,6 +254,10 @@ var otherRejectCases = []rejectCase{
 	{"a name that is not a DNS subdomain", "", object("ContractPolicy", "Budget_1", `{"maxToolCalls":1}`), "metadata.name: Invalid value: \"Budget_1\""},
 	{"a missing spec", "", `{"apiVersion":"policy.toolhooks.dev/v1alpha1","kind":"AutonomyPolicy","metadata":{"name":"nospec"}}`,
 		"spec: Required value"},
+	{"a removePaths path that is not a JSONPath query", "", object("ResultPolicy", "bad-path", `{"tools":["*"],"removePaths":[{"name":"d","path":"user.ssn"}]}`),
+		`spec.removePaths[0].path: Invalid value`},
+	{"a result policy with only an empty removePaths", "", object("ResultPolicy", "nothing", `{"tools":["*"],"removePaths":[]}`),
+		`spec: Invalid value`},
 }
 
 func TestEveryCRDDefaultIsSetOnAFileWithoutTheField(t *testing.T) {

@@ -83,6 +83,12 @@ type Config struct {
 	// RemoveLines are rules whose matching lines are removed (Redact),
 	// withhold the result (Withhold) or are recorded (Warn).
 	RemoveLines []Pattern
+	// RemovePaths are JSONPath rules whose selected values are removed
+	// (Redact), withhold the result (Withhold) or are recorded (Warn). They
+	// apply before the other rules, to results that are JSON documents; a
+	// result that is not one is withheld (recorded only, when every path
+	// rule warns).
+	RemovePaths []PathRule
 	// Action is the action of the detectors, and of the patterns and
 	// removals that name none. Empty means Redact.
 	Action Action
@@ -131,8 +137,11 @@ type Scanner struct {
 	detectors []scanDetector
 	patterns  []scanPattern
 	removals  []scanPattern
-	maxBytes  int
-	rules     []string // every rule's name, in the order findings are reported
+	paths     []scanPath
+	// pathsAction is what happens to a result that is not JSON.
+	pathsAction Action
+	maxBytes    int
+	rules       []string // every rule's name, in the order findings are reported
 }
 
 type scanDetector struct {
@@ -186,8 +195,22 @@ func New(cfg Config) (*Scanner, error) {
 	if s.removals, err = compilePatterns("removeLines", cfg.RemoveLines, action, seen, "(?m)"); err != nil {
 		return nil, err
 	}
+	if s.paths, err = compilePaths(cfg.RemovePaths, action, seen); err != nil {
+		return nil, err
+	}
 	for _, p := range append(slices.Clone(s.patterns), s.removals...) {
 		s.rules = append(s.rules, p.name)
+	}
+	for _, p := range s.paths {
+		s.rules = append(s.rules, p.name)
+		if p.action != Warn { // a value that cannot be removed is withheld
+			s.pathsAction = Withhold
+		} else if s.pathsAction == "" {
+			s.pathsAction = Warn
+		}
+	}
+	if len(s.paths) > 0 {
+		s.rules = append(s.rules, RuleNotJSON)
 	}
 	return s, nil
 }
@@ -239,11 +262,31 @@ func (s *Scanner) Scan(ctx context.Context, text string) (Outcome, error) {
 	if len(text) > s.maxBytes {
 		return Outcome{Withheld: true, Findings: []Finding{{Rule: RuleTooLarge, Action: Withhold, Count: 1, Bytes: len(text)}}}, nil
 	}
+	text, pathFindings, err := s.removePaths(ctx, text)
+	if err != nil {
+		return Outcome{}, err
+	}
 	spans, err := s.find(ctx, text)
 	if err != nil {
 		return Outcome{}, err
 	}
-	return s.outcome(text, spans), nil
+	o := s.outcome(text, spans)
+	if len(pathFindings) == 0 {
+		return o, nil
+	}
+	o.Findings = s.ordered(append(o.Findings, pathFindings...))
+	if slices.ContainsFunc(pathFindings, func(f Finding) bool { return f.Action == Withhold }) {
+		o.Withheld, o.Text = true, ""
+	}
+	return o, nil
+}
+
+// ordered returns findings in rule order.
+func (s *Scanner) ordered(findings []Finding) []Finding {
+	slices.SortStableFunc(findings, func(a, b Finding) int {
+		return slices.Index(s.rules, a.Rule) - slices.Index(s.rules, b.Rule)
+	})
+	return findings
 }
 
 // find returns every match of every rule in text.

@@ -23,6 +23,8 @@ type Spec struct {
 	Patterns []PatternSpec `json:"patterns,omitempty"`
 	// RemoveLines are RE2 rules whose matching lines are removed.
 	RemoveLines []PatternSpec `json:"removeLines,omitempty"`
+	// RemovePaths are JSONPath rules whose selected values are removed.
+	RemovePaths []PathSpec `json:"removePaths,omitempty"`
 	// Action is the action of the detectors and of the rules that name
 	// none: Redact (when empty), Withhold or Warn.
 	Action Action `json:"action,omitempty"`
@@ -41,6 +43,13 @@ type PatternSpec struct {
 	Action Action `json:"action,omitempty"`
 }
 
+// PathSpec is a JSONPath removal of a Spec.
+type PathSpec struct {
+	Name   string `json:"name"`
+	Path   string `json:"path"`
+	Action Action `json:"action,omitempty"`
+}
+
 // Validate checks s as Build would, without building a hook for use.
 // Errors wrap hooks.ErrInvalidGlob or hooks.ErrInvalidSpec.
 func Validate(s *Spec) error {
@@ -54,8 +63,8 @@ func Build(name string, s *Spec) (*Hook, error) {
 		return nil, fmt.Errorf("result scan timeout %dms must be at least 0 (the default, %s) and at most %s: %w",
 			s.TimeoutMillis, DefaultTimeout, MaxTimeout, hooks.ErrInvalidSpec)
 	}
-	if len(s.Detectors)+len(s.Patterns)+len(s.RemoveLines) == 0 {
-		return nil, fmt.Errorf("result policy looks for nothing: name detectors, patterns or removeLines: %w", hooks.ErrInvalidSpec)
+	if len(s.Detectors)+len(s.Patterns)+len(s.RemoveLines)+len(s.RemovePaths) == 0 {
+		return nil, fmt.Errorf("result policy looks for nothing: name detectors, patterns, removeLines or removePaths: %w", hooks.ErrInvalidSpec)
 	}
 	if err := hooks.ValidateSubjects(s.Subjects); err != nil {
 		return nil, err
@@ -65,7 +74,8 @@ func Build(name string, s *Spec) (*Hook, error) {
 		Tools:    s.Tools,
 		Subjects: s.Subjects,
 		Scan: Config{Detectors: s.Detectors, Patterns: patterns(s.Patterns), RemoveLines: patterns(s.RemoveLines),
-			Action: s.Action, MaxBytes: s.MaxBytes},
+			RemovePaths: paths(s.RemovePaths),
+			Action:      s.Action, MaxBytes: s.MaxBytes},
 		Timeout: time.Duration(s.TimeoutMillis) * time.Millisecond,
 	})
 	if err != nil {
@@ -78,6 +88,14 @@ func patterns(in []PatternSpec) []Pattern {
 	out := make([]Pattern, len(in))
 	for i, p := range in {
 		out[i] = Pattern(p)
+	}
+	return out
+}
+
+func paths(in []PathSpec) []PathRule {
+	out := make([]PathRule, len(in))
+	for i, p := range in {
+		out[i] = PathRule(p)
 	}
 	return out
 }
