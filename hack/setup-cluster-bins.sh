@@ -46,6 +46,12 @@ fi
 
 command -v go >/dev/null || { log "go is required (Go 1.26)"; exit 1; }
 mkdir -p "${BINS}"
+k8s_build_lock "${CACHE_ROOT}"
+if have && [[ $UPDATE_LOCK == 0 ]]; then
+  log "binaries built by another run found in ${BINS}"
+  echo "${BINS}"
+  exit 0
+fi
 link_envtest
 
 if [[ ! -x "${BINS}/kube-node" || $UPDATE_LOCK == 1 ]]; then

@@ -33,6 +33,12 @@ fi
 
 command -v go >/dev/null || { log "go is required (Go 1.26)"; exit 1; }
 mkdir -p "${ASSETS}"
+k8s_build_lock "${CACHE_ROOT}"
+if have && [[ $UPDATE_LOCK == 0 ]]; then
+  log "binaries built by another run found in ${ASSETS}"
+  echo "${ASSETS}"
+  exit 0
+fi
 WORK="$(mktemp -d "${CACHE_ROOT}/build.XXXXXX")"
 trap 'rm -rf "${WORK}"' EXIT
 export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0

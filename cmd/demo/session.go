@@ -76,14 +76,15 @@ func loadSamples(ws, approvalURL string) (compile.Policies, error) {
 		all.Autonomy = append(all.Autonomy, p.Autonomy...)
 		all.Contracts = append(all.Contracts, p.Contracts...)
 		all.Plugins = append(all.Plugins, p.Plugins...)
+		all.Results = append(all.Results, p.Results...)
 		return nil
 	})
 	if err != nil {
 		return all, fmt.Errorf("reading the embedded samples: %w", err)
 	}
-	if len(all.Autonomy) == 0 || len(all.Contracts) == 0 || len(all.Plugins) == 0 {
-		return all, fmt.Errorf("the embedded samples lack a policy kind: %d AutonomyPolicies, %d ContractPolicies, %d PluginHooks",
-			len(all.Autonomy), len(all.Contracts), len(all.Plugins))
+	if len(all.Autonomy) == 0 || len(all.Contracts) == 0 || len(all.Plugins) == 0 || len(all.Results) == 0 {
+		return all, fmt.Errorf("the embedded samples lack a policy kind: %d AutonomyPolicies, %d ContractPolicies, %d PluginHooks, %d ResultPolicies",
+			len(all.Autonomy), len(all.Contracts), len(all.Plugins), len(all.Results))
 	}
 	move := func(p string) string {
 		if p == sampleRoot || strings.HasPrefix(p, sampleRoot+"/") {

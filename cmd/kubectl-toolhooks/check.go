@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,7 @@ type checkFlags struct {
 	keepWorkspaceRoots bool
 	output             string
 	strict             bool
+	result             string
 }
 
 func newCheckCmd() *cobra.Command {
@@ -66,11 +68,18 @@ Warn-mode would-be denials are printed on stderr, and so are policy warnings: sh
 allow-list entries that let an agent run arbitrary programs (python *, make *, bash *,
 npm run *, ...). --strict turns those warnings into errors (exit 2).
 
-Exit codes: 0 allowed, 1 denied, 2 bad input, 3 ask (needs approval).`,
+--result FILE (- for stdin) is what the tool returned: when the call is allowed, the
+ResultPolicies run on it as the gateway runs them, and check prints what the caller would
+see, with each rule that fired (never the values). -o json adds
+"result":{"withheld":bool,"output":...,"findings":[{"hook","rule","action","count","bytes"}]}.
+
+Exit codes: 0 allowed, 1 denied (or, with --result, the result withheld), 2 bad input,
+3 ask (needs approval).`,
 		Example: `  kubectl toolhooks check -f config/samples --tool read_file --args '{"path":"config/.env"}'
   kubectl toolhooks check -f policies/ --tool shell --args '{"command":"git status"}' -o json
   kubectl toolhooks check -f policies/ --tool write_file --args '{"path":"a"}' \
-      --as system:serviceaccount:agents:coder --as-group system:serviceaccounts:agents`,
+      --as system:serviceaccount:agents:coder --as-group system:serviceaccounts:agents
+  kubectl toolhooks check -f policies/ --tool read_file --args '{"path":".env"}' --result testdata/env.txt`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd) },
 	}
@@ -88,6 +97,7 @@ Exit codes: 0 allowed, 1 denied, 2 bad input, 3 ask (needs approval).`,
 	fl.StringVar(&f.workspace, "workspace", "", "directory standing in for the gateway's workspace (default: current directory)")
 	fl.BoolVar(&f.keepWorkspaceRoots, "keep-workspace-roots", false, "use the policies' workspace roots as written")
 	fl.StringVarP(&f.output, "output", "o", outputText, "output format: text or json")
+	fl.StringVar(&f.result, "result", "", "file holding what the tool returned (- for stdin): the ResultPolicies run on it")
 	fl.BoolVar(&f.strict, "strict", false, "treat policy warnings (allow-list entries that run arbitrary programs) as errors (exit 2)")
 	return cmd
 }
@@ -140,6 +150,13 @@ func (f *checkFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return badInput(err)
 	}
+	if f.result != "" {
+		out, err := readResult(cmd.InOrStdin(), f.result)
+		if err != nil {
+			return badInput(err)
+		}
+		call.Result = &out
+	}
 	d, err := ev.Evaluate(cmd.Context(), call)
 	if err != nil {
 		return badInput(err)
@@ -158,10 +175,27 @@ func (f *checkFlags) run(cmd *cobra.Command) error {
 	if d.Ask {
 		return &exitError{code: exitAsk}
 	}
-	if !d.Allowed {
+	if !d.Allowed || (d.Result != nil && d.Result.Withheld) {
 		return &exitError{code: exitDenied}
 	}
 	return nil
+}
+
+// readResult reads the tool output --result names: a file, or stdin for "-".
+func readResult(stdin io.Reader, name string) (string, error) {
+	var (
+		b   []byte
+		err error
+	)
+	if name == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%w: --result: %w", cli.ErrBadInput, err)
+	}
+	return string(b), nil
 }
 
 // callerNote says whom the call was evaluated as.
@@ -187,8 +221,10 @@ func printDecision(w io.Writer, format string, d cli.Decision) error {
 		return err
 	}
 	if d.Allowed {
-		_, err := fmt.Fprintln(w, "allowed")
-		return err
+		if _, err := fmt.Fprintln(w, "allowed"); err != nil || d.Result == nil {
+			return err
+		}
+		return printResult(w, d.Result)
 	}
 	policy := "-"
 	if p := d.Policy; p != nil {
@@ -199,5 +235,34 @@ func printDecision(w io.Writer, format string, d cli.Decision) error {
 		outcome = "ask (a person must approve it)"
 	}
 	_, err := fmt.Fprintf(w, "%s\n  hook:   %s\n  policy: %s\n  rule:   %s\n  reason: %s\n", outcome, d.Hook, policy, d.Rule, d.Reason)
+	return err
+}
+
+// printResult writes what the result policies made of a tool's output.
+func printResult(w io.Writer, r *cli.ResultDecision) error {
+	var b strings.Builder
+	switch {
+	case r.Withheld:
+		fmt.Fprintf(&b, "result withheld\n  hook:   %s\n  rule:   %s\n  reason: %s\n", r.Hook, r.Rule, r.Reason)
+	case len(r.Findings) == 0:
+		b.WriteString("result passed on unchanged\n")
+	default:
+		b.WriteString("result filtered\n")
+	}
+	for _, f := range r.Findings {
+		mode := ""
+		if f.Warn {
+			mode = " (Warn mode: not applied)"
+		}
+		fmt.Fprintf(&b, "  %s: rule %s, %s, %d match(es), %d bytes%s\n", f.Hook, f.Rule, f.Action, f.Count, f.Bytes, mode)
+	}
+	if !r.Withheld {
+		b.WriteString("--- what the caller sees ---\n")
+		b.WriteString(r.Output)
+		if !strings.HasSuffix(r.Output, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -58,3 +58,15 @@ k8s_tidy_locked() {
 k8s_ldflags() {
   echo "-s -w -X k8s.io/component-base/version.gitVersion=$1 -X k8s.io/client-go/pkg/version.gitVersion=$1"
 }
+
+# k8s_build_lock DIR: hold an exclusive lock on DIR/.build.lock for the rest of
+# the script, so that two runs sharing the cache (two test binaries, or a test
+# beside CI) build one after the other instead of into each other's files.
+k8s_build_lock() {
+  mkdir -p "$1"
+  exec 9>"$1/.build.lock"
+  if ! flock -n 9; then
+    log "another build is running in $1; waiting for it"
+    flock 9
+  fi
+}

@@ -52,6 +52,10 @@ type Call struct {
 	// Caller is the verified identity the call is evaluated as (policies'
 	// subjects match it). Nil without Sender means the anonymous caller.
 	Caller *hooks.Identity
+	// Result is what the tool returned: when set and the call is allowed,
+	// the result policies run on it as the gateway runs them on a tool's
+	// output. Nil skips them.
+	Result *string
 }
 
 // CallerOf returns the identity c is evaluated as: Caller, else the user
@@ -84,8 +88,36 @@ type Decision struct {
 	Policy *wire.PolicyRef `json:"policy,omitempty"`
 	Rule   string          `json:"rule,omitempty"`
 	Reason string          `json:"reason,omitempty"`
+	// Result is what the caller would see of Call.Result: set when the call
+	// was allowed and had a result.
+	Result *ResultDecision `json:"result,omitempty"`
 	// Warnings are the would-be denials of policies in Warn mode.
 	Warnings []hooks.Decision `json:"-"`
+}
+
+// ResultDecision is what the result policies made of a tool's output.
+type ResultDecision struct {
+	// Withheld is true when the caller would see none of the output; hook,
+	// rule and reason then say why.
+	Withheld bool   `json:"withheld"`
+	Hook     string `json:"hook,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// Output is what the caller would see: the output with its redactions,
+	// or the withheld notice.
+	Output string `json:"output"`
+	// Findings are what each rule found (never the values), by hook.
+	Findings []ResultFinding `json:"findings,omitempty"`
+
+	warnings []hooks.Decision // would-be withholdings of warn-mode policies
+}
+
+// ResultFinding is what one rule of one result policy found.
+type ResultFinding struct {
+	Hook string `json:"hook"`
+	// Warn is true for a policy in Warn mode, whose changes were not applied.
+	Warn bool `json:"warn,omitempty"`
+	hooks.ResultFinding
 }
 
 // Evaluator evaluates calls through the gateway's executor, built from one
@@ -195,7 +227,29 @@ func (e *Evaluator) Evaluate(ctx context.Context, c Call) (Decision, error) {
 			d.Policy = &wire.PolicyRef{Kind: den.Policy.Kind, Namespace: den.Policy.Namespace, Name: den.Policy.Name}
 		}
 	}
+	if d.Allowed && c.Result != nil {
+		if !utf8.ValidString(*c.Result) {
+			return Decision{}, BadInput("the result is not valid UTF-8")
+		}
+		d.Result = resultDecision(e.exec.FilterResult(ctx, call, *c.Result, false))
+		d.Warnings = append(d.Warnings, d.Result.warnings...)
+	}
 	return d, nil
+}
+
+// resultDecision describes what the result filters made of a result.
+func resultDecision(res hooks.Result) *ResultDecision {
+	r := &ResultDecision{Withheld: res.Status == hooks.StatusWithheld, Output: res.Output}
+	if w := res.Withheld; w != nil {
+		r.Hook, r.Rule, r.Reason = w.Hook, w.Rule, w.Reason
+	}
+	for _, f := range res.Filtering {
+		for _, x := range f.Findings {
+			r.Findings = append(r.Findings, ResultFinding{Hook: f.Hook, Warn: f.Warn, ResultFinding: x})
+		}
+	}
+	r.warnings = res.Warnings
+	return r
 }
 
 // offlineApprover answers every request for approval as undecided: offline

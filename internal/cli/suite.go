@@ -76,6 +76,9 @@ type Case struct {
 	As string `json:"as,omitempty"`
 	// asGroups are the verified caller's groups (with as only).
 	AsGroups []string `json:"asGroups,omitempty"`
+	// result is what the tool returns: the result policies run on it when
+	// the call is allowed, and expect.result says what the caller sees.
+	Result *string `json:"result,omitempty"`
 	// expect is the expected decision.
 	Expect Expect `json:"expect"`
 }
@@ -94,6 +97,25 @@ type Expect struct {
 	Policy string `json:"policy,omitempty"`
 	// hook is the denying hook (e.g. AutonomyPolicy/default/coding-agent).
 	Hook string `json:"hook,omitempty"`
+	// result is what the caller should see of the case's result (with
+	// allowed: true and a case result only).
+	Result *ExpectResult `json:"result,omitempty"`
+}
+
+// ExpectResult is what a case expects the result policies to make of the
+// tool's result. Every field that is set must hold.
+type ExpectResult struct {
+	// withheld expects the caller to see none of the result (default false:
+	// the result, redacted or not, is passed on).
+	Withheld bool `json:"withheld,omitempty"`
+	// output is exactly what the caller sees.
+	Output *string `json:"output,omitempty"`
+	// contains are texts the caller sees.
+	Contains []string `json:"contains,omitempty"`
+	// excludes are texts the caller must not see, such as the secret itself.
+	Excludes []string `json:"excludes,omitempty"`
+	// rules are rules that must have fired (e.g. aws-access-key-id).
+	Rules []string `json:"rules,omitempty"`
 }
 
 // LoadedSuite is a decoded, validated suite with its paths resolved.
@@ -248,6 +270,12 @@ func (s *Suite) validate() error {
 			return fmt.Errorf("%s: expect.ask, expect.rule, expect.policy and expect.hook describe a denial or an ask; "+
 				"they need allowed: false", where)
 		}
+		if e.Result != nil && (c.Result == nil || !*e.Allowed) {
+			return fmt.Errorf("%s: expect.result needs a case result and allowed: true (a denied call returns nothing)", where)
+		}
+		if c.Result != nil && !*e.Allowed {
+			return fmt.Errorf("%s: a case result needs allowed: true (a denied call returns nothing)", where)
+		}
 	}
 	return nil
 }
@@ -283,7 +311,7 @@ func RunSuite(ctx context.Context, s *LoadedSuite, o Options) ([]CaseResult, err
 		if session == "" {
 			session = DefaultSession
 		}
-		call := Call{Tool: c.Tool, Args: string(c.Args), Session: session, Channel: c.Channel, Sender: c.Sender}
+		call := Call{Tool: c.Tool, Args: string(c.Args), Session: session, Channel: c.Channel, Sender: c.Sender, Result: c.Result}
 		if c.As != "" {
 			call.Caller = &hooks.Identity{Username: c.As, Groups: c.AsGroups}
 		} else if len(c.AsGroups) > 0 {
@@ -303,10 +331,13 @@ func RunSuite(ctx context.Context, s *LoadedSuite, o Options) ([]CaseResult, err
 func (e Expect) mismatch(d Decision) string {
 	want := e.String()
 	if *e.Allowed {
-		if d.Allowed {
-			return ""
+		if !d.Allowed {
+			return "want " + want + ", got " + describe(d)
 		}
-		return "want " + want + ", got " + describe(d)
+		if e.Result != nil {
+			return e.Result.mismatch(d.Result)
+		}
+		return ""
 	}
 	policy := ""
 	if d.Policy != nil {
@@ -352,4 +383,46 @@ func describe(d Decision) string {
 		return fmt.Sprintf("asked for approval by %s (hook %s): %s", d.Rule, d.Hook, d.Reason)
 	}
 	return fmt.Sprintf("denied by %s (hook %s): %s", d.Rule, d.Hook, d.Reason)
+}
+
+// mismatch returns "" when r is what e expects, or says how it differs.
+func (e *ExpectResult) mismatch(r *ResultDecision) string {
+	if r == nil {
+		return "want a result, got none"
+	}
+	var bad []string
+	if e.Withheld != r.Withheld {
+		got := "passed on"
+		if r.Withheld {
+			got = fmt.Sprintf("withheld by %s (hook %s): %s", r.Rule, r.Hook, r.Reason)
+		}
+		bad = append(bad, fmt.Sprintf("want the result withheld: %t, got %s", e.Withheld, got))
+	}
+	if e.Output != nil && *e.Output != r.Output {
+		bad = append(bad, fmt.Sprintf("want output %q, got %q", *e.Output, r.Output))
+	}
+	for _, c := range e.Contains {
+		if !strings.Contains(r.Output, c) {
+			bad = append(bad, fmt.Sprintf("want the output to contain %q", c))
+		}
+	}
+	for _, x := range e.Excludes {
+		if strings.Contains(r.Output, x) {
+			bad = append(bad, fmt.Sprintf("want the output not to contain %q", x))
+		}
+	}
+	fired := map[string]bool{}
+	var names []string
+	for _, f := range r.Findings {
+		if !fired[f.Rule] {
+			fired[f.Rule] = true
+			names = append(names, f.Rule)
+		}
+	}
+	for _, rule := range e.Rules {
+		if !fired[rule] {
+			bad = append(bad, fmt.Sprintf("want rule %s to fire, got %v", rule, names))
+		}
+	}
+	return strings.Join(bad, "; ")
 }

@@ -62,6 +62,7 @@ func TestSamplesApplyWithKubectl(t *testing.T) {
 		"autonomypolicy.policy.toolhooks.dev/reviewers",
 		"contractpolicy.policy.toolhooks.dev/ci-bot",
 		"pluginhook.policy.toolhooks.dev/approval-service",
+		"resultpolicy.policy.toolhooks.dev/secrets",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("kubectl get toolhooks = %v, want %v", got, want)
