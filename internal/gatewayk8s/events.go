@@ -123,7 +123,7 @@ var _ gateway.ResultSink = (*Events)(nil)
 // an Event on the policy: ToolResultWithheld (Warning) when it withheld the
 // result, ToolResultWarned when its findings were only recorded, else
 // ToolResultRedacted; the note names each rule, its matches and bytes,
-// never the values.
+// never the values, and the action is the tool and its rules.
 func (e *Events) ResultFiltered(_ context.Context, call *hooks.Call, f hooks.ResultFiltering, withheld *hooks.Decision) {
 	if f.Policy.Kind == "" || f.Policy.Name == "" {
 		return
@@ -155,9 +155,19 @@ func (e *Events) ResultFiltered(_ context.Context, call *hooks.Call, f hooks.Res
 	}
 	note := fmt.Sprintf("%s the result of tool %q for session %q sender %q: %s",
 		verb, call.Tool, call.SessionID, call.SenderID, strings.Join(found, ", "))
+	// The action is the tool and the rules that fired: the broadcaster folds
+	// Events of one action into a series that keeps the first note, so each
+	// set of rules gets its own series and none is hidden behind another.
 	action := call.Tool
 	if action == "" {
 		action = "ScanToolResult"
+	}
+	rules := make([]string, len(f.Findings))
+	for i, x := range f.Findings {
+		rules[i] = x.Rule
+	}
+	if len(rules) > 0 {
+		action += " " + strings.Join(rules, ",")
 	}
 	e.recorder.Eventf(regarding, related, eventType, reason, truncate(action, maxAction), "%s", truncate(note, maxNote))
 }

@@ -108,14 +108,18 @@ func (g *gatewayProc) stop() {
 type callResult struct {
 	Status string `json:"status"`
 	Result string `json:"result"`
-	Denial *struct {
-		Hook   string `json:"hook"`
-		Policy struct {
-			Kind, Namespace, Name string
-		} `json:"policy"`
-		Rule   string `json:"rule"`
-		Reason string `json:"reason"`
-	} `json:"denial"`
+	Denial *denial `json:"denial"`
+	// Withheld explains a result a ResultPolicy withheld.
+	Withheld *denial `json:"withheld"`
+}
+
+type denial struct {
+	Hook   string `json:"hook"`
+	Policy struct {
+		Kind, Namespace, Name string
+	} `json:"policy"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
 }
 
 func (g *gatewayProc) readFile(path string) callResult {
