@@ -125,6 +125,7 @@ fuzz-ci: test-deps ## Run the shell checker's and result scanner's fuzz targets 
 	go test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/shellcheck
 	go test -run '^$$' -fuzz '^FuzzSedReader$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/shellcheck
 	go test -run '^$$' -fuzz '^FuzzRedactsEverySecret$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/resultscan
+	go test -run '^$$' -fuzz '^FuzzRemovePathsLeaveNothingSelected$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/resultscan
 
 .PHONY: ci
 ci: verify lint test fuzz-ci ci-e2e ## What CI runs: generated code current, lint, all tests, then the e2e suite.

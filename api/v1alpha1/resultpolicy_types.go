@@ -116,9 +116,9 @@ type ResultPolicySpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	RemoveLines []ResultPattern `json:"removeLines,omitempty"`
 	// removePaths are JSONPath rules applied first, to results that are JSON
-	// documents. A result that is not a JSON document is withheld, since the
-	// values the paths select cannot be shown absent (unless every path rule's
-	// action is Warn, which records it).
+	// documents. A result that is not a JSON document, or is nested deeper than
+	// 128 levels, is withheld, since the values the paths select cannot be
+	// shown absent (unless every path rule's action is Warn, which records it).
 	// +optional
 	// +listType=map
 	// +listMapKey=name

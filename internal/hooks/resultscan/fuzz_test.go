@@ -2,8 +2,11 @@ package resultscan
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/theory/jsonpath"
 )
 
 // FuzzRedactsEverySecret puts a secret of each rule, between separators,
@@ -28,6 +31,59 @@ func FuzzRedactsEverySecret(f *testing.F) {
 		}
 		if strings.Contains(o.Text, secret) {
 			t.Fatalf("secret survived in %q", o.Text)
+		}
+		again, err := s.Scan(context.Background(), o.Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Text != o.Text {
+			t.Fatalf("a second scan changed the result:\n%q\n%q", o.Text, again.Text)
+		}
+	})
+}
+
+// FuzzRemovePathsLeaveNothingSelected scans arbitrary text with a path rule
+// for every "secret" member at any depth: text that is not one JSON
+// document is withheld; a document comes back as a JSON document in which
+// the path selects only the rule's marker, and a second scan changes
+// nothing.
+func FuzzRemovePathsLeaveNothingSelected(f *testing.F) {
+	for _, seed := range []string{`{"secret":"x"}`, `[{"a":{"secret":[1,{"secret":2}]}}]`, `{"secret":{"secret":"y"}}`,
+		`{"a":1}`, `"secret"`, `{"secret":"x"} {}`, "{\n  \"secret\": null\n}", `{"secret":"\u003c"}`, `[]`, ``, `nul`} {
+		f.Add(seed)
+	}
+	s, err := New(Config{RemovePaths: []PathRule{{Name: "secret", Path: "$..secret"}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	path := jsonpath.MustParse("$..secret")
+	f.Fuzz(func(t *testing.T, text string) {
+		o, err := s.Scan(context.Background(), text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(text) == "" {
+			if o.Withheld || o.Text != text {
+				t.Fatalf("empty text: %+v", o)
+			}
+			return
+		}
+		if !json.Valid([]byte(text)) {
+			if !o.Withheld || o.Text != "" {
+				t.Fatalf("text that is not JSON was passed on: %q -> %+v", text, o)
+			}
+			return
+		}
+		var doc any
+		dec := json.NewDecoder(strings.NewReader(o.Text))
+		dec.UseNumber()
+		if err := dec.Decode(&doc); err != nil || !json.Valid([]byte(o.Text)) {
+			t.Fatalf("output is not JSON: %v\n%q -> %q", err, text, o.Text)
+		}
+		for _, v := range path.Select(doc) {
+			if v != RemovedMarker("secret") {
+				t.Fatalf("the path still selects %v in %q (from %q)", v, o.Text, text)
+			}
 		}
 		again, err := s.Scan(context.Background(), o.Text)
 		if err != nil {

@@ -13,8 +13,14 @@ import (
 )
 
 // RuleNotJSON names the finding of a result that path removals could not
-// apply to because it is not a JSON document.
+// apply to because it is not a JSON document, or one nested deeper than
+// MaxPathDepth.
 const RuleNotJSON = "resultNotJSON"
+
+// MaxPathDepth bounds the nesting of the JSON documents path rules apply to:
+// selecting with descendant segments costs the square of the depth, which
+// a deeper result could use to hold a scan far past its timeout.
+const MaxPathDepth = 128
 
 // PathRule is a removal by JSONPath (RFC 9535): in a result that is a JSON
 // document, each value the path selects is replaced by RemovedMarker(Name).
@@ -62,7 +68,7 @@ func compilePaths(ps []PathRule, action Action, seen map[string]bool) ([]scanPat
 }
 
 // removePaths applies the path rules to text. A result that is not a JSON
-// document cannot be shown to lack what the paths select, so it is withheld
+// document (or is nested deeper than MaxPathDepth) cannot be shown to lack what the paths select, so it is withheld
 // (or, when every path rule only warns, recorded as RuleNotJSON). Empty
 // text has nothing to remove. The text returned is re-encoded only when a
 // value was removed.
@@ -71,7 +77,7 @@ func (s *Scanner) removePaths(ctx context.Context, text string) (string, []Findi
 		return text, nil, nil
 	}
 	var doc any
-	if !json.Valid([]byte(text)) {
+	if !json.Valid([]byte(text)) || nesting(text) > MaxPathDepth {
 		return text, []Finding{{Rule: RuleNotJSON, Action: s.pathsAction, Count: 1, Bytes: len(text)}}, nil
 	}
 	dec := json.NewDecoder(strings.NewReader(text))
@@ -137,4 +143,32 @@ func replaceAt(doc any, path spec.NormalizedPath, v any) any {
 		}
 	}
 	return doc
+}
+
+// nesting returns the deepest nesting of arrays and objects in text, a valid
+// JSON document.
+func nesting(text string) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }

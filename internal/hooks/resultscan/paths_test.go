@@ -114,3 +114,23 @@ func TestRemovePathsConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// A document nested deeper than MaxPathDepth is withheld, not walked: the
+// cost of selecting in it grows with the square of its depth.
+func TestRemovePathsBoundTheDepth(t *testing.T) {
+	s := mustNew(t, Config{RemovePaths: []PathRule{{Name: "secret", Path: "$..secret"}}})
+	deep := func(n int) string {
+		return strings.Repeat(`{"secret":`, n) + `"x"` + strings.Repeat("}", n)
+	}
+	if o := scan(t, s, deep(MaxPathDepth)); o.Withheld || strings.Contains(o.Text, `"x"`) {
+		t.Errorf("depth %d: %+v", MaxPathDepth, o)
+	}
+	if o := scan(t, s, deep(MaxPathDepth+1)); !o.Withheld || o.Findings[0].Rule != RuleNotJSON {
+		t.Errorf("depth %d: %+v", MaxPathDepth+1, o)
+	}
+	for text, want := range map[string]int{`"[[{"`: 0, `["\"[["]`: 1, `{"a":[{"b":"]}"}],"c":{}}`: 3, `1`: 0} {
+		if got := nesting(text); got != want {
+			t.Errorf("nesting(%s) = %d, want %d", text, got, want)
+		}
+	}
+}
