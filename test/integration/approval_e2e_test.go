@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -271,4 +272,40 @@ func TestApprovalsEndToEnd(t *testing.T) { //nolint:gocyclo // one ordered end-t
 		r.Denial == nil || r.Denial.Rule != "approvalExpired" || s.fileExists("deploy/late.yaml") {
 		t.Fatalf("a call whose approval expired = %+v %+v", r, r.Denial)
 	}
+
+	// 5. kubectl describe tells each request's story, on the request and on
+	// the policy that asked; the gateways' metrics count the outcomes.
+	s.describes("toolcallapproval", a.Name, "ToolCallApprovalRequested", "ToolCallApprovalApproved", "carol approved the write_file call by alice")
+	s.describes("toolcallapproval", c.Name, "ToolCallApprovalDenied", "300 replicas is too many")
+	s.describes("autonomypolicy", "coding", "ToolCallApprovalRequested", "ToolCallApprovalApproved", "ToolCallApprovalDenied",
+		"ToolCallApprovalExpired")
+	outcomes := map[string]float64{}
+	for _, g := range s.gws {
+		for _, o := range []string{"requested", "approved", "denied", "expired"} {
+			outcomes[o] += g.metric(t, `toolhooks_approvals_total{outcome="`+o+`"}`)
+		}
+	}
+	// Requested: a, c and the late one on gws[0]; gws[1] counted b's request
+	// before its restart reset its counters, and its retry found the
+	// decision and asked nobody. Approved: a, and b's retry.
+	if want := map[string]float64{"requested": 3, "approved": 2, "denied": 1, "expired": 1}; !maps.Equal(outcomes, want) {
+		t.Errorf("toolhooks_approvals_total over both gateways = %v, want %v", outcomes, want)
+	}
+}
+
+// describes waits for kubectl describe of kind/name to show every text.
+func (s *approvalStory) describes(kind, name string, texts ...string) {
+	s.t.Helper()
+	poll(s.t, fmt.Sprintf("kubectl describe %s %s to show %v", kind, name, texts), func() (bool, string) {
+		out, err := testEnv.Kubectl(s.t, "describe", kind, "-n", s.ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, text := range texts {
+			if !strings.Contains(out, text) {
+				return false, out
+			}
+		}
+		return true, out
+	})
 }

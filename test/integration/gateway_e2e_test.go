@@ -151,6 +151,31 @@ func (g *gatewayProc) call(tool, args string) callResult {
 	return r
 }
 
+// metric returns the value of one sample (name with its labels, as the
+// text exposition format writes it) of the gateway's /metrics, or 0.
+func (g *gatewayProc) metric(t *testing.T, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + g.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(body)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), sample+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", sample, err)
+			}
+			return f
+		}
+	}
+	return 0
+}
+
 func (g *gatewayProc) revision() string {
 	resp, err := http.Get("http://" + g.addr + "/v1/config")
 	if err != nil {
