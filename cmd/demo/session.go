@@ -83,7 +83,8 @@ func loadSamples(ws, approvalURL string) (compile.Policies, error) {
 		return all, fmt.Errorf("reading the embedded samples: %w", err)
 	}
 	if len(all.Autonomy) == 0 || len(all.Contracts) == 0 || len(all.Plugins) == 0 || len(all.Results) == 0 {
-		return all, fmt.Errorf("the embedded samples lack a policy kind: %d AutonomyPolicies, %d ContractPolicies, %d PluginHooks, %d ResultPolicies",
+		return all, fmt.Errorf("the embedded samples lack a policy kind: "+
+			"%d AutonomyPolicies, %d ContractPolicies, %d PluginHooks, %d ResultPolicies",
 			len(all.Autonomy), len(all.Contracts), len(all.Plugins), len(all.Results))
 	}
 	move := func(p string) string {

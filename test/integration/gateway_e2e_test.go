@@ -106,8 +106,8 @@ func (g *gatewayProc) stop() {
 }
 
 type callResult struct {
-	Status string `json:"status"`
-	Result string `json:"result"`
+	Status string  `json:"status"`
+	Result string  `json:"result"`
 	Denial *denial `json:"denial"`
 	// Withheld explains a result a ResultPolicy withheld.
 	Withheld *denial `json:"withheld"`
