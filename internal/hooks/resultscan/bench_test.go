@@ -2,6 +2,7 @@ package resultscan
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,4 +54,26 @@ func BenchmarkScan4KAllRules(b *testing.B) {
 func BenchmarkScan1MSource(b *testing.B) {
 	s := sample4K(b)
 	benchScan(b, Config{Detectors: []string{SetSecrets}}, strings.Repeat(s, 256))
+}
+
+// BenchmarkScan4KJSONPaths removes two paths from a 4 KB JSON document.
+func BenchmarkScan4KJSONPaths(b *testing.B) {
+	var doc strings.Builder
+	doc.WriteString(`{"items":[`)
+	for i := 0; doc.Len() < 4<<10; i++ {
+		if i > 0 {
+			doc.WriteString(",")
+		}
+		fmt.Fprintf(&doc, `{"id":%d,"name":"item %d","owner":{"email":"u%d@example.com","password":"pw%d"}}`, i, i, i, i)
+	}
+	doc.WriteString(`]}`)
+	s := mustNew(b, Config{RemovePaths: []PathRule{{Name: "pw", Path: "$..password"}, {Name: "email", Path: "$.items[*].owner.email"}}})
+	text := doc.String()
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if o, err := s.Scan(context.Background(), text); err != nil || o.Withheld {
+			b.Fatal(err, o.Withheld)
+		}
+	}
 }
