@@ -368,6 +368,9 @@ func (h *Hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, err
 	if !h.subjects.Matches(call) {
 		return hooks.Allow, nil
 	}
+	if h.asker != nil && shellClass(strings.ToLower(call.Tool), call.Args) == shellTool {
+		ctx = withAnalysisMemo(ctx) // the ask rules read the commands check has analysed
+	}
 	v := h.check(ctx, call)
 	if v.Allowed && h.asker != nil {
 		if a := h.asker.check(ctx, call); !a.Allowed {
@@ -443,7 +446,7 @@ func (h *Hook) check(ctx context.Context, call *hooks.Call) hooks.Verdict {
 		}
 	}
 	if shellKind != notShell {
-		return h.checkShell(m, tool, shellKind, call, bases)
+		return h.checkShell(m, analysisMemoFrom(ctx), tool, shellKind, call, bases)
 	}
 	return hooks.Allow
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
 )
 
 // benchHook has 20 forbidden globs and 20 shell command globs.
@@ -71,4 +72,33 @@ func BenchmarkAutonomyReadFileAskNoMatch(b *testing.B) {
 
 func BenchmarkAutonomyShellPipelineAskNoMatch(b *testing.B) {
 	benchBefore(b, benchAskHook(b), hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo | wc -l"}`))
+}
+
+// benchBeforeInExecutor is benchBefore with a path memo per call, as the
+// executor gives each decision: the hook and its ask rules then look each
+// path component up once.
+func benchBeforeInExecutor(b *testing.B, h *Hook, call *hooks.Call) {
+	b.ReportAllocs()
+	for b.Loop() {
+		v, _ := h.Before(pathguard.WithMemo(context.Background()), call)
+		if !v.Allowed {
+			b.Fatalf("denied: %s", v.Reason)
+		}
+	}
+}
+
+func BenchmarkAutonomyReadFileInExecutor(b *testing.B) {
+	benchBeforeInExecutor(b, benchHook(b), hooks.NewCall("read_file", `{"path":"src/pkg/sub/x.go"}`))
+}
+
+func BenchmarkAutonomyReadFileAskNoMatchInExecutor(b *testing.B) {
+	benchBeforeInExecutor(b, benchAskHook(b), hooks.NewCall("read_file", `{"path":"src/pkg/sub/x.go"}`))
+}
+
+func BenchmarkAutonomyShellPipelineInExecutor(b *testing.B) {
+	benchBeforeInExecutor(b, benchHook(b), hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo | wc -l"}`))
+}
+
+func BenchmarkAutonomyShellPipelineAskNoMatchInExecutor(b *testing.B) {
+	benchBeforeInExecutor(b, benchAskHook(b), hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo | wc -l"}`))
 }

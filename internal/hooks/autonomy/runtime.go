@@ -35,7 +35,7 @@ func (h *Hook) CheckExec(_ context.Context, call *hooks.Call, dir string, env, a
 		}
 		bases = []string{real}
 	}
-	return runtimeVerdict(h.checkCommand(nil, cmd, bases), cmd)
+	return runtimeVerdict(h.checkCommand(nil, nil, cmd, bases), cmd)
 }
 
 // CheckOpen allows a call the subjects do not bind. For one they bind it

@@ -1,6 +1,7 @@
 package autonomy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -26,8 +27,51 @@ func shellClass(tool string, args map[string]any) shellKind {
 	return shellcheck.ClassifyTool(tool, args)
 }
 
+// analysisMemo remembers the analyses of one call's command lines while one
+// hook and its asker decide it, so that the ask rules do not parse the
+// command again. It lives in the context of one Before and is used by one
+// goroutine; the analyses it hands out are never modified.
+type analysisMemo struct {
+	entries []analysisEntry
+}
+
+type analysisEntry struct {
+	cmd      string
+	dialects shellcheck.Dialect
+	an       *shellcheck.Analysis
+}
+
+type analysisMemoKey struct{}
+
+func withAnalysisMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, analysisMemoKey{}, &analysisMemo{})
+}
+
+func analysisMemoFrom(ctx context.Context) *analysisMemo {
+	am, _ := ctx.Value(analysisMemoKey{}).(*analysisMemo)
+	return am
+}
+
+// analyze returns the analysis of cmd in dialects d, remembered in am when
+// am is not nil. Failures are not remembered.
+func (am *analysisMemo) analyze(cmd string, d shellcheck.Dialect) (*shellcheck.Analysis, error) {
+	if am == nil {
+		return shellcheck.AnalyzeDialects(cmd, d)
+	}
+	for _, e := range am.entries {
+		if e.cmd == cmd && e.dialects == d {
+			return e.an, nil
+		}
+	}
+	an, err := shellcheck.AnalyzeDialects(cmd, d)
+	if err == nil {
+		am.entries = append(am.entries, analysisEntry{cmd: cmd, dialects: d, an: an})
+	}
+	return an, err
+}
+
 // checkShell applies the shell rules.
-func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *hooks.Call, bases []string) hooks.Verdict {
+func (h *Hook) checkShell(m *pathguard.Memo, am *analysisMemo, tool string, kind shellKind, call *hooks.Call, bases []string) hooks.Verdict {
 	if !h.allowShell {
 		return hooks.Deny(RuleShellDisabled, fmt.Sprintf("Tool %q is a shell tool and allowShell is false.", tool))
 	}
@@ -57,7 +101,7 @@ func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *
 		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Tool %q has no string \"command\" argument to check.", tool))
 	}
 	for _, c := range cmds {
-		if v := h.checkCommand(m, c, bases); !v.Allowed {
+		if v := h.checkCommand(m, am, c, bases); !v.Allowed {
 			return v
 		}
 	}
@@ -70,11 +114,11 @@ const maxBases = 8
 // checkCommand checks one command line against the policy: the single entry
 // point for a shell command, whoever runs it. bases are the directories its
 // relative words resolve against (the workspace when empty).
-func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string) hooks.Verdict {
+func (h *Hook) checkCommand(m *pathguard.Memo, am *analysisMemo, cmd string, bases []string) hooks.Verdict {
 	if len(bases) == 0 && h.res != nil {
 		bases = []string{h.res.Real}
 	}
-	an, err := shellcheck.AnalyzeDialects(cmd, h.dialects)
+	an, err := am.analyze(cmd, h.dialects)
 	if err != nil {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Shell command %q cannot be checked: %v.", short(cmd), err))
 	}
