@@ -73,19 +73,16 @@ func loadSamples(ws, approvalURL string) (compile.Policies, error) {
 		if err != nil {
 			return err
 		}
-		all.Autonomy = append(all.Autonomy, p.Autonomy...)
-		all.Contracts = append(all.Contracts, p.Contracts...)
-		all.Plugins = append(all.Plugins, p.Plugins...)
-		all.Results = append(all.Results, p.Results...)
+		all.AppendAll(&p)
 		return nil
 	})
 	if err != nil {
 		return all, fmt.Errorf("reading the embedded samples: %w", err)
 	}
-	if len(all.Autonomy) == 0 || len(all.Contracts) == 0 || len(all.Plugins) == 0 || len(all.Results) == 0 {
-		return all, fmt.Errorf("the embedded samples lack a policy kind: "+
-			"%d AutonomyPolicies, %d ContractPolicies, %d PluginHooks, %d ResultPolicies",
-			len(all.Autonomy), len(all.Contracts), len(all.Plugins), len(all.Results))
+	for _, k := range compile.Kinds {
+		if k.Len(&all) == 0 {
+			return all, fmt.Errorf("the embedded samples have no %s", k.Kind)
+		}
 	}
 	move := func(p string) string {
 		if p == sampleRoot || strings.HasPrefix(p, sampleRoot+"/") {
@@ -120,16 +117,11 @@ func loadSamples(ws, approvalURL string) (compile.Policies, error) {
 // writePolicies writes each policy as its own YAML file into dir, where a
 // standalone gateway loads them.
 func writePolicies(dir string, p compile.Policies) error {
-	n := len(p.Autonomy) + len(p.Contracts) + len(p.Plugins)
-	objs, names := make([]any, 0, n), make([]string, 0, n)
-	for i := range p.Autonomy {
-		objs, names = append(objs, &p.Autonomy[i]), append(names, "autonomypolicy-"+p.Autonomy[i].Name)
-	}
-	for i := range p.Contracts {
-		objs, names = append(objs, &p.Contracts[i]), append(names, "contractpolicy-"+p.Contracts[i].Name)
-	}
-	for i := range p.Plugins {
-		objs, names = append(objs, &p.Plugins[i]), append(names, "pluginhook-"+p.Plugins[i].Name)
+	objs, names := make([]any, 0, p.Len()), make([]string, 0, p.Len())
+	for _, k := range compile.Kinds {
+		for _, o := range k.Objects(&p) {
+			objs, names = append(objs, o), append(names, strings.ToLower(string(k.Kind))+"-"+o.GetName())
+		}
 	}
 	for i, o := range objs {
 		data, err := yaml.Marshal(o)
@@ -359,15 +351,11 @@ func firstLine(s string) string {
 
 // policyNames lists the policies for the header.
 func policyNames(p compile.Policies) string {
-	names := make([]string, 0, len(p.Autonomy)+len(p.Contracts)+len(p.Plugins))
-	for _, o := range p.Autonomy {
-		names = append(names, "AutonomyPolicy/"+o.Name+selectorNote(o.Spec.GatewaySelector))
-	}
-	for _, o := range p.Contracts {
-		names = append(names, "ContractPolicy/"+o.Name)
-	}
-	for _, o := range p.Plugins {
-		names = append(names, "PluginHook/"+o.Name)
+	names := make([]string, 0, p.Len())
+	for _, k := range compile.Kinds {
+		for _, o := range k.Objects(&p) {
+			names = append(names, string(k.Kind)+"/"+o.GetName()+selectorNote(o.GetGatewaySelector()))
+		}
 	}
 	return strings.Join(names, ", ")
 }

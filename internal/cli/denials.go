@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
+	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
@@ -33,12 +34,13 @@ type PolicyKind struct {
 }
 
 // PolicyKinds are the kinds the gateway records denials on.
-var PolicyKinds = []PolicyKind{
-	{Kind: "AutonomyPolicy", Resource: "autonomypolicies", Short: "ap"},
-	{Kind: "ContractPolicy", Resource: "contractpolicies", Short: "ctp"},
-	{Kind: "PluginHook", Resource: "pluginhooks", Short: "ph"},
-	{Kind: "ResultPolicy", Resource: "resultpolicies", Short: "rp"},
-}
+var PolicyKinds = func() []PolicyKind {
+	out := make([]PolicyKind, len(compile.Kinds))
+	for i, k := range compile.Kinds {
+		out[i] = PolicyKind{Kind: string(k.Kind), Resource: k.Resource, Short: k.Short}
+	}
+	return out
+}()
 
 // ParsePolicyKind resolves a kind as kubectl would: the kind, its singular
 // or plural resource name or its short name, in any case, optionally

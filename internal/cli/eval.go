@@ -297,20 +297,7 @@ func namespace(l *Loaded, want string) (string, error) {
 
 // copyPolicies deep-copies p so that rewriting roots leaves the caller's alone.
 func copyPolicies(p compile.Policies) compile.Policies {
-	var out compile.Policies
-	for i := range p.Autonomy {
-		out.Autonomy = append(out.Autonomy, *p.Autonomy[i].DeepCopy())
-	}
-	for i := range p.Contracts {
-		out.Contracts = append(out.Contracts, *p.Contracts[i].DeepCopy())
-	}
-	for i := range p.Plugins {
-		out.Plugins = append(out.Plugins, *p.Plugins[i].DeepCopy())
-	}
-	for i := range p.Results {
-		out.Results = append(out.Results, *p.Results[i].DeepCopy())
-	}
-	return out
+	return p.DeepCopy()
 }
 
 // replaceRoots points every AutonomyPolicy's workspace root at ws and moves

@@ -54,23 +54,14 @@ func (l *Loaded) Source(kind, namespace, name string) string {
 
 // Count returns how many policy objects were loaded.
 func (l *Loaded) Count() int {
-	return len(l.Policies.Autonomy) + len(l.Policies.Contracts) + len(l.Policies.Plugins) + len(l.Policies.Results)
+	return l.Policies.Len()
 }
 
 // Namespaces returns the distinct namespaces of the loaded policies, sorted.
 func (l *Loaded) Namespaces() []string {
 	ns := make([]string, 0, l.Count())
-	for _, o := range l.Policies.Autonomy {
-		ns = append(ns, o.Namespace)
-	}
-	for _, o := range l.Policies.Contracts {
-		ns = append(ns, o.Namespace)
-	}
-	for _, o := range l.Policies.Plugins {
-		ns = append(ns, o.Namespace)
-	}
-	for _, o := range l.Policies.Results {
-		ns = append(ns, o.Namespace)
+	for _, o := range l.Policies.All() {
+		ns = append(ns, o.GetNamespace())
 	}
 	slices.Sort(ns)
 	return slices.Compact(ns)
@@ -137,17 +128,10 @@ func (l *Loaded) loadFile(path string) error {
 		return BadInput("%w", err)
 	}
 	var keys []string
-	for _, o := range p.Autonomy {
-		keys = append(keys, Key("AutonomyPolicy", o.Namespace, o.Name))
-	}
-	for _, o := range p.Contracts {
-		keys = append(keys, Key("ContractPolicy", o.Namespace, o.Name))
-	}
-	for _, o := range p.Plugins {
-		keys = append(keys, Key("PluginHook", o.Namespace, o.Name))
-	}
-	for _, o := range p.Results {
-		keys = append(keys, Key("ResultPolicy", o.Namespace, o.Name))
+	for _, k := range compile.Kinds {
+		for _, o := range k.Objects(&p) {
+			keys = append(keys, Key(string(k.Kind), o.GetNamespace(), o.GetName()))
+		}
 	}
 	for _, k := range keys {
 		if prev, dup := l.Sources[k]; dup {
@@ -155,10 +139,7 @@ func (l *Loaded) loadFile(path string) error {
 		}
 		l.Sources[k] = path
 	}
-	l.Policies.Autonomy = append(l.Policies.Autonomy, p.Autonomy...)
-	l.Policies.Contracts = append(l.Policies.Contracts, p.Contracts...)
-	l.Policies.Plugins = append(l.Policies.Plugins, p.Plugins...)
-	l.Policies.Results = append(l.Policies.Results, p.Results...)
+	l.Policies.AppendAll(&p)
 	return nil
 }
 

@@ -64,14 +64,6 @@ func Reason(err error) string {
 	}
 }
 
-// item is one policy object on its way into the list.
-type item struct {
-	meta     metav1.ObjectMeta
-	kind     gatewayconfig.Kind
-	selector *metav1.LabelSelector
-	convert  func(ref hooks.PolicyRef) (gatewayconfig.Hook, error)
-}
-
 // Compile returns the configuration of gw: AuditLog first, then the
 // AutonomyPolicies, ContractPolicies, PluginHooks and ResultPolicies of gw's
 // namespace that select it, each group ordered by creation time then name. Invalid policies
@@ -91,23 +83,22 @@ type Fallback func(uid string) (gatewayconfig.Hook, bool)
 func WithFallback(gw Gateway, p Policies, lastGood Fallback) (*gatewayconfig.Config, []Outcome) {
 	list := []gatewayconfig.Hook{{Name: string(gatewayconfig.KindAuditLog), Kind: gatewayconfig.KindAuditLog}}
 	var outcomes []Outcome
-	for _, group := range [][]item{autonomyItems(p.Autonomy), contractItems(p.Contracts), pluginItems(p.Plugins),
-		resultItems(p.Results)} {
-		group = slices.DeleteFunc(group, func(it item) bool { return it.meta.Namespace != gw.Namespace })
-		slices.SortFunc(group, func(a, b item) int {
-			if c := a.meta.CreationTimestamp.Compare(b.meta.CreationTimestamp.Time); c != 0 {
+	for _, k := range Kinds {
+		group := slices.DeleteFunc(k.Objects(&p), func(o Object) bool { return o.GetNamespace() != gw.Namespace })
+		slices.SortFunc(group, func(a, b Object) int {
+			if c := a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.meta.Name, b.meta.Name)
+			return cmp.Compare(a.GetName(), b.GetName())
 		})
-		for _, it := range group {
-			ref := Ref(it.kind, it.meta)
+		for _, o := range group {
+			ref := RefOf(k.Kind, o)
 			out := Outcome{Policy: ref}
-			selected, err := Selects(it.selector, gw.Labels)
+			selected, err := Selects(o.GetGatewaySelector(), gw.Labels)
 			out.Selected = selected
 			var h gatewayconfig.Hook
 			if err == nil {
-				h, err = it.convert(ref)
+				h, err = k.convert(ref, o)
 			}
 			out.Err = err
 			outcomes = append(outcomes, out)
@@ -129,6 +120,12 @@ func Ref(kind gatewayconfig.Kind, m metav1.ObjectMeta) hooks.PolicyRef {
 	return hooks.PolicyRef{Kind: string(kind), Namespace: m.Namespace, Name: m.Name, UID: string(m.UID), Generation: m.Generation}
 }
 
+// RefOf is Ref for any policy object.
+func RefOf(kind gatewayconfig.Kind, o metav1.Object) hooks.PolicyRef {
+	return hooks.PolicyRef{Kind: string(kind), Namespace: o.GetNamespace(), Name: o.GetName(), UID: string(o.GetUID()),
+		Generation: o.GetGeneration()}
+}
+
 // HookName is the name a policy's hook carries in denials.
 func HookName(ref hooks.PolicyRef) string {
 	return ref.Kind + "/" + ref.Namespace + "/" + ref.Name
@@ -145,46 +142,6 @@ func Selects(selector *metav1.LabelSelector, gatewayLabels map[string]string) (b
 		return false, fmt.Errorf("gatewaySelector: %w: %w", hooks.ErrInvalidSpec, err)
 	}
 	return s.Matches(labels.Set(gatewayLabels)), nil
-}
-
-func autonomyItems(ps []policyv1alpha1.AutonomyPolicy) []item {
-	out := make([]item, len(ps))
-	for i := range ps {
-		p := &ps[i]
-		out[i] = item{meta: p.ObjectMeta, kind: gatewayconfig.KindAutonomyPolicy, selector: p.Spec.GatewaySelector,
-			convert: func(ref hooks.PolicyRef) (gatewayconfig.Hook, error) { return Autonomy(ref, &p.Spec) }}
-	}
-	return out
-}
-
-func contractItems(ps []policyv1alpha1.ContractPolicy) []item {
-	out := make([]item, len(ps))
-	for i := range ps {
-		p := &ps[i]
-		out[i] = item{meta: p.ObjectMeta, kind: gatewayconfig.KindContractPolicy, selector: p.Spec.GatewaySelector,
-			convert: func(ref hooks.PolicyRef) (gatewayconfig.Hook, error) { return Contract(ref, &p.Spec) }}
-	}
-	return out
-}
-
-func pluginItems(ps []policyv1alpha1.PluginHook) []item {
-	out := make([]item, len(ps))
-	for i := range ps {
-		p := &ps[i]
-		out[i] = item{meta: p.ObjectMeta, kind: gatewayconfig.KindPluginHook, selector: p.Spec.GatewaySelector,
-			convert: func(ref hooks.PolicyRef) (gatewayconfig.Hook, error) { return Plugin(ref, &p.Spec) }}
-	}
-	return out
-}
-
-func resultItems(ps []policyv1alpha1.ResultPolicy) []item {
-	out := make([]item, len(ps))
-	for i := range ps {
-		p := &ps[i]
-		out[i] = item{meta: p.ObjectMeta, kind: gatewayconfig.KindResultPolicy, selector: p.Spec.GatewaySelector,
-			convert: func(ref hooks.PolicyRef) (gatewayconfig.Hook, error) { return Result(ref, &p.Spec) }}
-	}
-	return out
 }
 
 func action(a policyv1alpha1.EnforcementAction) hooks.EnforcementAction {
@@ -368,15 +325,12 @@ func resultPatterns(ps []policyv1alpha1.ResultPattern) []resultscan.PatternSpec 
 // One compiles a single policy object (an AutonomyPolicy, ContractPolicy,
 // PluginHook or ResultPolicy) into its hook entry, validating it as the executor would.
 func One(obj metav1.Object) (gatewayconfig.Hook, error) {
-	switch p := obj.(type) {
-	case *policyv1alpha1.AutonomyPolicy:
-		return Autonomy(Ref(gatewayconfig.KindAutonomyPolicy, p.ObjectMeta), &p.Spec)
-	case *policyv1alpha1.ContractPolicy:
-		return Contract(Ref(gatewayconfig.KindContractPolicy, p.ObjectMeta), &p.Spec)
-	case *policyv1alpha1.PluginHook:
-		return Plugin(Ref(gatewayconfig.KindPluginHook, p.ObjectMeta), &p.Spec)
-	case *policyv1alpha1.ResultPolicy:
-		return Result(Ref(gatewayconfig.KindResultPolicy, p.ObjectMeta), &p.Spec)
+	if o, ok := obj.(Object); ok {
+		for _, k := range Kinds {
+			if k.Is(o) {
+				return k.convert(RefOf(k.Kind, o), o)
+			}
+		}
 	}
 	return gatewayconfig.Hook{}, fmt.Errorf("%T is not a policy kind: %w", obj, hooks.ErrInvalidSpec)
 }

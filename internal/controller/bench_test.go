@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
+	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/testenv"
 )
 
@@ -85,8 +86,7 @@ func BenchmarkReconcile50Pods(b *testing.B) {
 	}
 	store := NewStore()
 	gw := &GatewayReconciler{Client: c, Store: store}
-	status := &PolicyStatusReconciler[policyv1alpha1.AutonomyPolicy, *policyv1alpha1.AutonomyPolicy]{
-		Client: c, Recorder: &events.FakeRecorder{}, Store: store}
+	status := &PolicyStatusReconciler{Kind: compile.Kinds[0], Client: c, Recorder: &events.FakeRecorder{}, Store: store}
 	var gateways, statuses time.Duration
 	reconcileAll := func() {
 		start := time.Now()

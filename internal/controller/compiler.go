@@ -189,22 +189,12 @@ func fingerprint(p compile.Policies, labels map[string]string) (inputs, selectio
 		obj      selecting
 		selected bool
 	}
-	entries := make([]entry, 0, len(p.Autonomy)+len(p.Contracts)+len(p.Plugins)+len(p.Results))
-	add := func(kind gatewayconfig.Kind, o selecting) {
-		ok, err := compile.Selects(o.GetGatewaySelector(), labels)
-		entries = append(entries, entry{kind: kind, obj: o, selected: err == nil && ok})
-	}
-	for i := range p.Autonomy {
-		add(gatewayconfig.KindAutonomyPolicy, &p.Autonomy[i])
-	}
-	for i := range p.Contracts {
-		add(gatewayconfig.KindContractPolicy, &p.Contracts[i])
-	}
-	for i := range p.Plugins {
-		add(gatewayconfig.KindPluginHook, &p.Plugins[i])
-	}
-	for i := range p.Results {
-		add(gatewayconfig.KindResultPolicy, &p.Results[i])
+	entries := make([]entry, 0, p.Len())
+	for _, k := range compile.Kinds {
+		for _, o := range k.Objects(&p) {
+			ok, err := compile.Selects(o.GetGatewaySelector(), labels)
+			entries = append(entries, entry{kind: k.Kind, obj: o, selected: err == nil && ok})
+		}
 	}
 	// Names are unique per kind within a namespace.
 	slices.SortFunc(entries, func(a, b entry) int {

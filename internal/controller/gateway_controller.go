@@ -87,36 +87,24 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 // liveUIDs returns the UIDs of every policy in p.
 func liveUIDs(p compile.Policies) map[string]bool {
-	live := make(map[string]bool, len(p.Autonomy)+len(p.Contracts)+len(p.Plugins)+len(p.Results))
-	for i := range p.Autonomy {
-		live[string(p.Autonomy[i].UID)] = true
-	}
-	for i := range p.Contracts {
-		live[string(p.Contracts[i].UID)] = true
-	}
-	for i := range p.Plugins {
-		live[string(p.Plugins[i].UID)] = true
-	}
-	for i := range p.Results {
-		live[string(p.Results[i].UID)] = true
+	live := make(map[string]bool, p.Len())
+	for _, o := range p.All() {
+		live[string(o.GetUID())] = true
 	}
 	return live
 }
 
 // ListPolicies reads every policy object of namespace from the cache.
 func ListPolicies(ctx context.Context, c client.Reader, namespace string) (compile.Policies, error) {
-	var (
-		ap  policyv1alpha1.AutonomyPolicyList
-		ctp policyv1alpha1.ContractPolicyList
-		ph  policyv1alpha1.PluginHookList
-		rp  policyv1alpha1.ResultPolicyList
-	)
-	for _, l := range []client.ObjectList{&ap, &ctp, &ph, &rp} {
+	var p compile.Policies
+	for _, k := range compile.Kinds {
+		l := k.NewList()
 		if err := c.List(ctx, l, client.InNamespace(namespace)); err != nil {
-			return compile.Policies{}, fmt.Errorf("listing %T: %w", l, err)
+			return compile.Policies{}, fmt.Errorf("listing %s: %w", k.Resource, err)
 		}
+		k.SetItems(&p, l)
 	}
-	return compile.Policies{Autonomy: ap.Items, Contracts: ctp.Items, Plugins: ph.Items, Results: rp.Items}, nil
+	return p, nil
 }
 
 // isGateway reports whether pod is a live gateway pod.
@@ -159,7 +147,7 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if workers <= 0 {
 		workers = 16
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("gateway").
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: workers,
@@ -168,10 +156,9 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			// one that recovers gets its configuration within MaxPushBackoff.
 			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxPushBackoff),
 		}).
-		For(&corev1.Pod{}, builder.WithPredicates(gatewayPredicate)).
-		Watches(&policyv1alpha1.AutonomyPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&policyv1alpha1.ContractPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&policyv1alpha1.PluginHook{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&policyv1alpha1.ResultPolicy{}, toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Complete(r)
+		For(&corev1.Pod{}, builder.WithPredicates(gatewayPredicate))
+	for _, k := range compile.Kinds {
+		b = b.Watches(k.New(), toGateways, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	}
+	return b.Complete(r)
 }

@@ -25,31 +25,21 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 )
 
-// Policy is what the status reconciler needs of a policy kind.
-type Policy[T any] interface {
-	*T
-	client.Object
-	GetPolicyStatus() *policyv1alpha1.PolicyStatus
-	GetGatewaySelector() *metav1.LabelSelector
-}
-
 // PolicyStatusReconciler keeps one policy kind's status current: Accepted
 // (does the spec compile, and if not why, as the gateway reconciler's compile
 // found) and gateways.selected. It writes
 // status at most once per reconcile, only when it changed, and emits an Event
 // only when the Accepted condition changes. A policy that does not compile is
 // a user's mistake: it is reported and not retried.
-type PolicyStatusReconciler[T any, P Policy[T]] struct {
+type PolicyStatusReconciler struct {
+	// Kind is the policy kind reconciled.
+	Kind     compile.Kind
 	Client   client.Client
 	Recorder events.EventRecorder
 	// Store tells which gateways acknowledged which policy generations.
 	Store *Store
 	// Resync recomputes the status this often even without events (0: never).
 	Resync time.Duration
-	// List is an empty list object of the kind (for mapping pods to policies).
-	List func() client.ObjectList
-	// Items returns the objects of a list made by List.
-	Items func(client.ObjectList) []client.Object
 }
 
 // +kubebuilder:rbac:groups=policy.toolhooks.dev,resources=autonomypolicies/status;contractpolicies/status,verbs=get;update;patch
@@ -57,8 +47,8 @@ type PolicyStatusReconciler[T any, P Policy[T]] struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile recomputes one policy's status.
-func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := P(new(T))
+func (r *PolicyStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	obj := r.Kind.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -120,7 +110,7 @@ func (r *PolicyStatusReconciler[T, P]) Reconcile(ctx context.Context, req ctrl.R
 // alone only when no such list tells: the namespace has no gateway, the list
 // holds another generation of obj, or obj's gatewaySelector is invalid (the
 // list then says nothing of the rest of its spec).
-func (r *PolicyStatusReconciler[T, P]) verdict(ctx context.Context, obj P, pods []corev1.Pod) (verdict, err error) {
+func (r *PolicyStatusReconciler) verdict(ctx context.Context, obj compile.Object, pods []corev1.Pod) (verdict, err error) {
 	if _, selErr := compile.Selects(obj.GetGatewaySelector(), nil); r.Store != nil && selErr == nil {
 		for i := range pods {
 			if !isGateway(&pods[i]) {
@@ -247,16 +237,16 @@ func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, verd
 	return desired
 }
 
-// SetupWithManager registers the reconciler for the kind of T: the policy is
+// SetupWithManager registers the reconciler for its kind: the policy is
 // the root; gateway pod changes map to every policy of the pod's namespace.
-func (r *PolicyStatusReconciler[T, P]) SetupWithManager(mgr ctrl.Manager, name string) error {
+func (r *PolicyStatusReconciler) SetupWithManager(mgr ctrl.Manager, name string) error {
 	toPolicies := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		list := r.List()
+		list := r.Kind.NewList()
 		if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Mapping gateway pod to policies", "pod", client.ObjectKeyFromObject(o))
 			return nil
 		}
-		items := r.Items(list)
+		items := r.Kind.ListObjects(list)
 		reqs := make([]reconcile.Request, 0, len(items))
 		for _, it := range items {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(it)})
@@ -265,7 +255,7 @@ func (r *PolicyStatusReconciler[T, P]) SetupWithManager(mgr ctrl.Manager, name s
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(P(new(T)), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(r.Kind.New(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, toPolicies, builder.WithPredicates(gatewayPredicate))
 	if r.Store != nil {
 		b = b.WatchesRawSource(source.Channel(r.Store.AckEvents(), toPolicies))
@@ -274,7 +264,7 @@ func (r *PolicyStatusReconciler[T, P]) SetupWithManager(mgr ctrl.Manager, name s
 }
 
 // SetupAll registers the gateway reconciler (compile, and push when gw has a
-// Pusher), the four status reconcilers and the ToolCallApproval lifecycle
+// Pusher), a status reconciler per policy kind and the ToolCallApproval lifecycle
 // reconciler, which deletes approvals approvalRetention after they were decided.
 func SetupAll(mgr ctrl.Manager, store *Store, gw GatewayReconciler, approvalRetention time.Duration) error {
 	c := mgr.GetClient()
@@ -284,41 +274,11 @@ func SetupAll(mgr ctrl.Manager, store *Store, gw GatewayReconciler, approvalRete
 	if err := gw.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up gateway reconciler: %w", err)
 	}
-	if err := (&PolicyStatusReconciler[policyv1alpha1.AutonomyPolicy, *policyv1alpha1.AutonomyPolicy]{
-		Client: c, Recorder: rec, Store: store, Resync: statusResync(gw),
-		List: func() client.ObjectList { return &policyv1alpha1.AutonomyPolicyList{} },
-		Items: func(l client.ObjectList) []client.Object {
-			return objects(l.(*policyv1alpha1.AutonomyPolicyList).Items)
-		},
-	}).SetupWithManager(mgr, "autonomypolicy"); err != nil {
-		return fmt.Errorf("setting up AutonomyPolicy status reconciler: %w", err)
-	}
-	if err := (&PolicyStatusReconciler[policyv1alpha1.ContractPolicy, *policyv1alpha1.ContractPolicy]{
-		Client: c, Recorder: rec, Store: store, Resync: statusResync(gw),
-		List: func() client.ObjectList { return &policyv1alpha1.ContractPolicyList{} },
-		Items: func(l client.ObjectList) []client.Object {
-			return objects(l.(*policyv1alpha1.ContractPolicyList).Items)
-		},
-	}).SetupWithManager(mgr, "contractpolicy"); err != nil {
-		return fmt.Errorf("setting up ContractPolicy status reconciler: %w", err)
-	}
-	if err := (&PolicyStatusReconciler[policyv1alpha1.PluginHook, *policyv1alpha1.PluginHook]{
-		Client: c, Recorder: rec, Store: store, Resync: statusResync(gw),
-		List: func() client.ObjectList { return &policyv1alpha1.PluginHookList{} },
-		Items: func(l client.ObjectList) []client.Object {
-			return objects(l.(*policyv1alpha1.PluginHookList).Items)
-		},
-	}).SetupWithManager(mgr, "pluginhook"); err != nil {
-		return fmt.Errorf("setting up PluginHook status reconciler: %w", err)
-	}
-	if err := (&PolicyStatusReconciler[policyv1alpha1.ResultPolicy, *policyv1alpha1.ResultPolicy]{
-		Client: c, Recorder: rec, Store: store, Resync: statusResync(gw),
-		List: func() client.ObjectList { return &policyv1alpha1.ResultPolicyList{} },
-		Items: func(l client.ObjectList) []client.Object {
-			return objects(l.(*policyv1alpha1.ResultPolicyList).Items)
-		},
-	}).SetupWithManager(mgr, "resultpolicy"); err != nil {
-		return fmt.Errorf("setting up ResultPolicy status reconciler: %w", err)
+	for _, k := range compile.Kinds {
+		r := &PolicyStatusReconciler{Kind: k, Client: c, Recorder: rec, Store: store, Resync: statusResync(gw)}
+		if err := r.SetupWithManager(mgr, strings.ToLower(string(k.Kind))); err != nil {
+			return fmt.Errorf("setting up %s status reconciler: %w", k.Kind, err)
+		}
 	}
 	if err := (&ApprovalReconciler{Client: c, Recorder: rec, Retention: approvalRetention}).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up ToolCallApproval reconciler: %w", err)
@@ -333,16 +293,4 @@ func statusResync(gw GatewayReconciler) time.Duration {
 		return 0
 	}
 	return 2 * time.Minute
-}
-
-// objects returns pointers to the items of a typed list.
-func objects[T any, P interface {
-	*T
-	client.Object
-}](items []T) []client.Object {
-	out := make([]client.Object, len(items))
-	for i := range items {
-		out[i] = P(&items[i])
-	}
-	return out
 }

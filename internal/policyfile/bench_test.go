@@ -39,7 +39,7 @@ func BenchmarkLoadDir(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if n := len(p.Autonomy) + len(p.Contracts) + len(p.Plugins); n != files {
+		if n := p.Len(); n != files {
 			b.Fatalf("loaded %d objects, want %d", n, files)
 		}
 	}

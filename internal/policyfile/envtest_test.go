@@ -124,17 +124,8 @@ func onlyObject(t *testing.T, doc string) runtime.Object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Autonomy)+len(p.Contracts)+len(p.Plugins)+len(p.Results) == 1 {
-		switch {
-		case len(p.Autonomy) == 1:
-			return &p.Autonomy[0]
-		case len(p.Contracts) == 1:
-			return &p.Contracts[0]
-		case len(p.Plugins) == 1:
-			return &p.Plugins[0]
-		case len(p.Results) == 1:
-			return &p.Results[0]
-		}
+	if all := p.All(); len(all) == 1 {
+		return all[0]
 	}
 	t.Fatalf("got %+v, want one object", p)
 	return nil

@@ -73,7 +73,7 @@ func LoadDir(dir string) (compile.Policies, error) {
 		if err != nil {
 			return compile.Policies{}, err
 		}
-		if len(p.Autonomy)+len(p.Contracts)+len(p.Plugins)+len(p.Results) == 0 {
+		if p.Len() == 0 {
 			return compile.Policies{}, fmt.Errorf("%s: %w: %w", path, ErrInvalid, ErrNoObjects)
 		}
 		for _, k := range keys(p) {
@@ -82,10 +82,7 @@ func LoadDir(dir string) (compile.Policies, error) {
 			}
 			seen[k] = path
 		}
-		all.Autonomy = append(all.Autonomy, p.Autonomy...)
-		all.Contracts = append(all.Contracts, p.Contracts...)
-		all.Plugins = append(all.Plugins, p.Plugins...)
-		all.Results = append(all.Results, p.Results...)
+		all.AppendAll(&p)
 	}
 	return all, nil
 }
@@ -137,32 +134,6 @@ type list struct {
 	Items    []json.RawMessage `json:"items"`
 }
 
-// kinds decodes each policy kind into its typed object and adds it to p.
-var kinds = map[string]func(js []byte, p *compile.Policies) error{
-	"AutonomyPolicy": func(js []byte, p *compile.Policies) error {
-		return decodeInto(js, &p.Autonomy)
-	},
-	"ContractPolicy": func(js []byte, p *compile.Policies) error {
-		return decodeInto(js, &p.Contracts)
-	},
-	"PluginHook": func(js []byte, p *compile.Policies) error {
-		return decodeInto(js, &p.Plugins)
-	},
-	"ResultPolicy": func(js []byte, p *compile.Policies) error {
-		return decodeInto(js, &p.Results)
-	},
-}
-
-// decodeInto strictly decodes js as one more element of *objs.
-func decodeInto[T any](js []byte, objs *[]T) error {
-	var o T
-	if err := strict(js, &o); err != nil {
-		return err
-	}
-	*objs = append(*objs, o)
-	return nil
-}
-
 // decodeObject decodes one object (or, when lists is true, a List) into p.
 func decodeObject(js []byte, where string, p *compile.Policies, seen map[string]string, lists bool) error {
 	var head typeMeta
@@ -176,10 +147,10 @@ func decodeObject(js []byte, where string, p *compile.Policies, seen map[string]
 	if isList && lists {
 		return decodeList(js, head, where, p, seen)
 	}
-	decode, known := kinds[head.Kind]
+	kind, known := compile.KindOf(head.Kind)
 	if !known {
-		return fmt.Errorf("%s: %w: unknown kind %q (want AutonomyPolicy, ContractPolicy, PluginHook, ResultPolicy or a List of them)",
-			where, ErrInvalid, head.Kind)
+		return fmt.Errorf("%s: %w: unknown kind %q (want %s or a List of them)",
+			where, ErrInvalid, head.Kind, strings.Join(compile.KindNames(), ", "))
 	}
 	s, err := crdschema.For(head.Kind)
 	if err != nil {
@@ -199,21 +170,24 @@ func decodeObject(js []byte, where string, p *compile.Policies, seen map[string]
 	if name == "" {
 		return fmt.Errorf("%s: %s: %w: metadata.name is required", where, head.Kind, ErrInvalid)
 	}
-	k := head.Kind + " " + namespace + "/" + name
+	key := head.Kind + " " + namespace + "/" + name
 	if err := s.Admit(context.Background(), obj); err != nil {
-		return fmt.Errorf("%s: %s: %w: %w", where, k, ErrInvalid, err)
+		return fmt.Errorf("%s: %s: %w: %w", where, key, ErrInvalid, err)
 	}
-	if prev, dup := seen[k]; dup {
-		return fmt.Errorf("%s: %s is also defined at %s: %w", where, k, prev, ErrInvalid)
+	if prev, dup := seen[key]; dup {
+		return fmt.Errorf("%s: %s is also defined at %s: %w", where, key, prev, ErrInvalid)
 	}
 	admitted, err := json.Marshal(obj)
 	if err == nil {
-		err = decode(admitted, p)
+		o := kind.New()
+		if err = strict(admitted, o); err == nil {
+			kind.Append(p, o)
+		}
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %s: %w: %w", where, k, ErrInvalid, err)
+		return fmt.Errorf("%s: %s: %w: %w", where, key, ErrInvalid, err)
 	}
-	seen[k] = where
+	seen[key] = where
 	return nil
 }
 
@@ -267,18 +241,11 @@ func strict(js []byte, v any) error {
 
 // keys names the objects of p as "Kind namespace/name".
 func keys(p compile.Policies) []string {
-	out := make([]string, 0, len(p.Autonomy)+len(p.Contracts)+len(p.Plugins)+len(p.Results))
-	for _, o := range p.Autonomy {
-		out = append(out, "AutonomyPolicy "+o.Namespace+"/"+o.Name)
-	}
-	for _, o := range p.Contracts {
-		out = append(out, "ContractPolicy "+o.Namespace+"/"+o.Name)
-	}
-	for _, o := range p.Plugins {
-		out = append(out, "PluginHook "+o.Namespace+"/"+o.Name)
-	}
-	for _, o := range p.Results {
-		out = append(out, "ResultPolicy "+o.Namespace+"/"+o.Name)
+	out := make([]string, 0, p.Len())
+	for _, k := range compile.Kinds {
+		for _, o := range k.Objects(&p) {
+			out = append(out, string(k.Kind)+" "+o.GetNamespace()+"/"+o.GetName())
+		}
 	}
 	return out
 }

@@ -355,15 +355,15 @@ func TestEverySampleLoads(t *testing.T) {
 			t.Errorf("%v", err)
 			continue
 		}
-		if len(p.Autonomy)+len(p.Contracts)+len(p.Plugins) == 0 {
+		if p.Len() == 0 {
 			t.Errorf("%s holds no policy", f)
 		}
-		all.Autonomy = append(all.Autonomy, p.Autonomy...)
-		all.Contracts = append(all.Contracts, p.Contracts...)
-		all.Plugins = append(all.Plugins, p.Plugins...)
+		all.AppendAll(&p)
 	}
-	if len(all.Autonomy) == 0 || len(all.Contracts) == 0 || len(all.Plugins) == 0 {
-		t.Errorf("the samples lack a kind: %d, %d, %d", len(all.Autonomy), len(all.Contracts), len(all.Plugins))
+	for _, k := range compile.Kinds {
+		if k.Len(&all) == 0 {
+			t.Errorf("the samples have no %s", k.Kind)
+		}
 	}
 	_, outcomes := compile.Compile(compile.Gateway{Namespace: "default"}, all)
 	for _, o := range outcomes {

@@ -174,23 +174,8 @@ func logger(o Options) *slog.Logger {
 
 func countOtherNamespaces(p compile.Policies, ns string) int {
 	n := 0
-	for _, o := range p.Autonomy {
-		if o.Namespace != ns {
-			n++
-		}
-	}
-	for _, o := range p.Contracts {
-		if o.Namespace != ns {
-			n++
-		}
-	}
-	for _, o := range p.Plugins {
-		if o.Namespace != ns {
-			n++
-		}
-	}
-	for _, o := range p.Results {
-		if o.Namespace != ns {
+	for _, o := range p.All() {
+		if o.GetNamespace() != ns {
 			n++
 		}
 	}

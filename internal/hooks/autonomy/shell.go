@@ -71,7 +71,8 @@ func (am *analysisMemo) analyze(cmd string, d shellcheck.Dialect) (*shellcheck.A
 }
 
 // checkShell applies the shell rules.
-func (h *Hook) checkShell(m *pathguard.Memo, am *analysisMemo, tool string, kind shellKind, call *hooks.Call, bases []string) hooks.Verdict {
+func (h *Hook) checkShell(m *pathguard.Memo, am *analysisMemo, tool string, kind shellKind, call *hooks.Call,
+	bases []string) hooks.Verdict {
 	if !h.allowShell {
 		return hooks.Deny(RuleShellDisabled, fmt.Sprintf("Tool %q is a shell tool and allowShell is false.", tool))
 	}
