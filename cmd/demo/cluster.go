@@ -148,11 +148,15 @@ func runCluster(ctx context.Context, out *printer, o options) error { //nolint:g
 		if err != nil {
 			return err
 		}
+		// The store's deadline is 1s, not the 5ms default: here Redis shares
+		// the machine's cores with a control plane and the demo's own tests,
+		// and a call the store does not answer in time is denied (fail closed),
+		// which would make the session's outcome depend on the machine's load.
 		g, err := startGateway(ctx, "gateway "+cg.name, o.gateway, "--listen", net.JoinHostPort(cg.ip, strconv.Itoa(port)),
 			"--workspace", d.workspace, "--kubeconfig", kubeconfig, "--controller-identity", controllerIdentity,
 			"--pod-name", pod.Name, "--pod-namespace", pod.Namespace, "--pod-uid", string(pod.UID),
 			"--auth-tokens-file", d.tokens, "--plugin-token-file", pluginToken,
-			"--state-store-redis-address", redis.addr)
+			"--state-store-redis-address", redis.addr, "--state-store-timeout", "1s")
 		if err != nil {
 			return err
 		}
