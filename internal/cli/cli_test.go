@@ -44,7 +44,7 @@ func TestReplaceRootsRewritesACopyOnly(t *testing.T) {
 			ScopedCapabilities: []policyv1alpha1.ScopedCapability{{Tool: "write_file", AllowedPaths: []string{"/workspace/out"}}},
 		}}},
 	}
-	p := copyPolicies(orig)
+	p := orig.DeepCopy()
 	replaceRoots(&p, "/ws")
 	if got := p.Autonomy[0].Spec.Workspace.Root; got != "/ws" {
 		t.Errorf("root %q, want /ws", got)

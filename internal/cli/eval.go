@@ -147,7 +147,7 @@ func NewEvaluator(l *Loaded, o Options) (*Evaluator, error) {
 	if err != nil {
 		return nil, err
 	}
-	policies := copyPolicies(l.Policies)
+	policies := l.Policies.DeepCopy() // rewriting roots leaves the caller's alone
 	if !o.KeepWorkspaceRoots {
 		replaceRoots(&policies, ws)
 	}
@@ -293,11 +293,6 @@ func namespace(l *Loaded, want string) (string, error) {
 		return "", BadInput("the policies are in several namespaces (%s); choose the gateway's namespace",
 			strings.Join(all, ", "))
 	}
-}
-
-// copyPolicies deep-copies p so that rewriting roots leaves the caller's alone.
-func copyPolicies(p compile.Policies) compile.Policies {
-	return p.DeepCopy()
 }
 
 // replaceRoots points every AutonomyPolicy's workspace root at ws and moves
