@@ -101,10 +101,7 @@ func (e *Events) Denied(_ context.Context, call *hooks.Call, d hooks.Decision) {
 	if d.Action == hooks.ActionWarn {
 		reason, eventType, verb = wire.ReasonToolCallWarned, corev1.EventTypeNormal, "Would deny"
 	}
-	var related runtime.Object
-	if e.pod.Name != "" {
-		related = e.pod
-	}
+	related := e.relatedPod()
 	note := fmt.Sprintf("%s tool %q for session %q sender %q (rule %s): %s",
 		verb, call.Tool, call.SessionID, call.SenderID, d.Rule, d.Reason)
 	// The action is the tool, so the broadcaster's series (keyed on
@@ -149,10 +146,7 @@ func (e *Events) ResultFiltered(_ context.Context, call *hooks.Call, f hooks.Res
 	case !applied:
 		reason, verb = wire.ReasonToolResultWarned, "Would redact"
 	}
-	var related runtime.Object
-	if e.pod.Name != "" {
-		related = e.pod
-	}
+	related := e.relatedPod()
 	note := fmt.Sprintf("%s the result of tool %q for session %q sender %q: %s",
 		verb, call.Tool, call.SessionID, call.SenderID, strings.Join(found, ", "))
 	// The action is the tool and the rules that fired: the broadcaster folds
@@ -183,10 +177,7 @@ func (e *Events) ApprovalRequested(tca *policyv1alpha1.ToolCallApproval, policy 
 	note := truncate(fmt.Sprintf("Approval requested for tool %q, sender %q, session %q (%s %s, rule %s): %s",
 		spec.Tool, spec.Sender.Username, spec.Session, spec.Policy.Kind, spec.Policy.Name, spec.Policy.Rule, spec.Policy.Reason), maxNote)
 	action := truncate(spec.Tool, maxAction)
-	var related runtime.Object
-	if e.pod.Name != "" {
-		related = e.pod
-	}
+	related := e.relatedPod()
 	e.recorder.Eventf(tca, related, corev1.EventTypeNormal, wire.ReasonToolCallApprovalRequested, action, "%s", note)
 	if policy.Kind == "" || policy.Name == "" {
 		return
@@ -200,6 +191,15 @@ func (e *Events) ApprovalRequested(tca *policyv1alpha1.ToolCallApproval, policy 
 		Namespace: namespace, Name: policy.Name, UID: types.UID(policy.UID),
 	}
 	e.recorder.Eventf(regarding, tca, corev1.EventTypeNormal, wire.ReasonToolCallApprovalRequested, action, "%s", note)
+}
+
+// relatedPod is the gateway's pod, the related object of its Events, or nil
+// when the gateway does not know its pod.
+func (e *Events) relatedPod() runtime.Object {
+	if e.pod.Name == "" {
+		return nil
+	}
+	return e.pod
 }
 
 // truncate shortens s to at most n bytes on a rune boundary, marking the cut.
