@@ -29,11 +29,15 @@ func benchConfig(b *testing.B) Config {
 }
 
 func benchBefore(b *testing.B, h *Hook, call *hooks.Call) {
-	ctx := context.Background()
+	benchBeforeIn(b, h, call, context.Background)
+}
+
+// benchBeforeIn is benchBefore with a context from ctx per call.
+func benchBeforeIn(b *testing.B, h *Hook, call *hooks.Call, ctx func() context.Context) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		v, _ := h.Before(ctx, call)
+		v, _ := h.Before(ctx(), call)
 		if !v.Allowed {
 			b.Fatalf("denied: %s", v.Reason)
 		}
@@ -78,13 +82,7 @@ func BenchmarkAutonomyShellPipelineAskNoMatch(b *testing.B) {
 // executor gives each decision: the hook and its ask rules then look each
 // path component up once.
 func benchBeforeInExecutor(b *testing.B, h *Hook, call *hooks.Call) {
-	b.ReportAllocs()
-	for b.Loop() {
-		v, _ := h.Before(pathguard.WithMemo(context.Background()), call)
-		if !v.Allowed {
-			b.Fatalf("denied: %s", v.Reason)
-		}
-	}
+	benchBeforeIn(b, h, call, func() context.Context { return pathguard.WithMemo(context.Background()) })
 }
 
 func BenchmarkAutonomyReadFileInExecutor(b *testing.B) {
