@@ -106,8 +106,9 @@ type ContractPolicySpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	RateLimits []RateLimit `json:"rateLimits,omitempty"`
-	// ask names tools whose calls, once this contract allows and counts them,
-	// need a person's approval (a ToolCallApproval) before they run.
+	// ask names the calls that, once this contract allows and counts them,
+	// need a person's approval (a ToolCallApproval) before they run: calls to
+	// some tools, or every call of a session past its first afterCalls.
 	// +optional
 	Ask *ContractAsk `json:"ask,omitempty"`
 	// stateFailurePolicy says what a call gets when the gateway's shared state store

@@ -242,6 +242,11 @@ func (in *ContractAsk) DeepCopyInto(out *ContractAsk) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.AfterCalls != nil {
+		in, out := &in.AfterCalls, &out.AfterCalls
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Expiry != nil {
 		in, out := &in.Expiry, &out.Expiry
 		*out = new(v1.Duration)

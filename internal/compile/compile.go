@@ -217,6 +217,9 @@ func Contract(ref hooks.PolicyRef, s *policyv1alpha1.ContractPolicySpec) (gatewa
 		StateFailurePolicy: contract.StateFailurePolicy(s.StateFailurePolicy)}
 	if k := s.Ask; k != nil {
 		c.Ask = &contract.Ask{Tools: k.Tools}
+		if k.AfterCalls != nil {
+			c.Ask.AfterCalls = int(*k.AfterCalls)
+		}
 		if k.Expiry != nil {
 			c.Ask.ExpirySeconds = int64(k.Expiry.Seconds())
 		}
@@ -337,8 +340,17 @@ func One(obj metav1.Object) (gatewayconfig.Hook, error) {
 
 // Lint returns the warnings of a policy that compiles: for an
 // AutonomyPolicy, each shell allow-list entry that lets an agent run
-// arbitrary programs (autonomy.Lint). Nil for other kinds.
+// arbitrary programs (autonomy.Lint); for a ContractPolicy, an
+// ask.afterCalls its maxToolCalls never lets a session reach. Nil for other
+// kinds.
 func Lint(obj any) []string {
+	if c, ok := obj.(*policyv1alpha1.ContractPolicy); ok {
+		if k := c.Spec.Ask; k != nil && k.AfterCalls != nil && c.Spec.MaxToolCalls > 0 && *k.AfterCalls >= c.Spec.MaxToolCalls {
+			return []string{fmt.Sprintf("ask.afterCalls (%d) is not below maxToolCalls (%d): the budget denies before any call is asked about",
+				*k.AfterCalls, c.Spec.MaxToolCalls)}
+		}
+		return nil
+	}
 	p, ok := obj.(*policyv1alpha1.AutonomyPolicy)
 	if !ok || p.Spec.Shell == nil || !p.Spec.Shell.Allow {
 		return nil

@@ -526,3 +526,25 @@ func TestACompiledResultPolicyRedactsOnTheGateway(t *testing.T) {
 		t.Errorf("an unselected tool's result was scanned: %+v, %v", out, err)
 	}
 }
+
+// TestContractAskAfterCalls checks that ask.afterCalls reaches the hook and
+// that one the budget never lets a session reach is linted.
+func TestContractAskAfterCalls(t *testing.T) {
+	after := int32(3)
+	p := &policyv1alpha1.ContractPolicy{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", UID: "u"},
+		Spec: policyv1alpha1.ContractPolicySpec{MaxToolCalls: 10, Ask: &policyv1alpha1.ContractAsk{AfterCalls: &after}}}
+	h, err := One(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec := h.Contract; spec == nil || spec.Ask == nil || spec.Ask.AfterCalls != 3 || len(spec.Ask.Tools) != 0 {
+		t.Fatalf("compiled contract = %+v", h.Contract)
+	}
+	if w := Lint(p); w != nil {
+		t.Errorf("Lint = %q, want none", w)
+	}
+	p.Spec.MaxToolCalls = 3
+	if w := Lint(p); len(w) != 1 || !strings.Contains(w[0], "ask.afterCalls (3) is not below maxToolCalls (3)") {
+		t.Errorf("Lint = %q, want the afterCalls warning", w)
+	}
+}

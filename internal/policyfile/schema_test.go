@@ -196,6 +196,8 @@ var celCases = []rejectCase{
 		object("AutonomyPolicy", "long-ask", `{"ask":{"tools":["deploy_*"],"expiry":"25h"}}`), "spec.ask.expiry: Invalid value"},
 	{"a contract ask expiry of zero", "ContractPolicy spec.ask.expiry",
 		object("ContractPolicy", "zero-ask", `{"ask":{"tools":["deploy_*"],"expiry":"0s"}}`), "spec.ask.expiry: Invalid value"},
+	{"a contract ask that names no calls", "ContractPolicy spec.ask",
+		object("ContractPolicy", "empty-ask", `{"ask":{"expiry":"1m"}}`), "spec.ask: Invalid value"},
 	{"a contract that limits nothing", "ContractPolicy spec", object("ContractPolicy", "limitless", `{"subjects":{"senders":["a"]}}`),
 		"spec: Invalid value"},
 	{"a per-sender window under a minute", "ContractPolicy spec.maxToolCallsPerSender",

@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -231,8 +232,18 @@ func (s *Redis) Reserve(ctx context.Context, r *contract.Reservation) (hooks.Ver
 	if err != nil {
 		return hooks.Verdict{}, err
 	}
+	if n, ok := strings.CutPrefix(out, "ok:"); ok {
+		if r.Nth, err = strconv.Atoi(n); err != nil || r.Nth < 1 {
+			return hooks.Verdict{}, fmt.Errorf("the reservation script answered %q", out)
+		}
+		return hooks.Allow, nil
+	}
 	switch out {
 	case "ok":
+		if r.MaxToolCalls > 0 {
+			// A session slot was asked for, so the script names the call's place.
+			break
+		}
 		return hooks.Allow, nil
 	case "budget":
 		return contract.DenyOverBudget(r), nil

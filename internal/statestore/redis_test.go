@@ -431,3 +431,45 @@ func TestTheScriptsAreLoadedBeforeTheFirstCall(t *testing.T) {
 		t.Fatalf("three reservations and their releases were not run by hash alone:\n%s", stats)
 	}
 }
+
+// TestAskAfterCallsCountsTheSessionAcrossClients checks a contract whose
+// only counter is its ask.afterCalls: the session's calls are counted in the
+// shared store, so the third call asks whichever gateway it reaches, a call
+// asked about and not run is not counted, a retried reservation keeps its
+// place, and a store that fails asks rather than allow uncounted under
+// stateFailurePolicy Ignore.
+func TestAskAfterCallsCountsTheSessionAcrossClients(t *testing.T) {
+	srv := redistest.Start(t)
+	c := contract.Contract{Ask: &contract.Ask{AfterCalls: 2}}
+	a := scope(t, newStore(t, srv, statestore.Options{}), "uid", c, nil, contract.StateFailureIgnore)
+	b := scope(t, newStore(t, srv, statestore.Options{}), "uid", c, nil, contract.StateFailureIgnore)
+	for i, h := range []*contract.ContractScope{a, b} {
+		if v := run(t, h, call("s", "alice", "x"), false); !v.Allowed || v.Ask {
+			t.Fatalf("call %d of 2 free ones: %+v", i+1, v)
+		}
+	}
+	for i, h := range []*contract.ContractScope{a, b, a} {
+		v := run(t, h, call("s", "alice", "x"), false)
+		if !v.Ask || v.Rule != contract.RuleAskAfterCalls || !strings.Contains(v.Reason, "call 3 of session") {
+			t.Fatalf("third call, attempt %d: %+v, want an ask for call 3 (asked calls that did not run are not counted)", i+1, v)
+		}
+	}
+	if v := run(t, b, call("t", "alice", "x"), false); !v.Allowed || v.Ask {
+		t.Fatalf("another session's first call: %+v", v)
+	}
+
+	s := newStore(t, srv, statestore.Options{})
+	r := &contract.Reservation{ID: "retry-nth", Call: call("u", "alice", "x"), Policy: "uid", Session: "alice\x00u",
+		MaxToolCalls: contract.MaxToolCallsLimit}
+	for range 3 {
+		if v, err := s.Reserve(context.Background(), r); err != nil || !v.Allowed || r.Nth != 1 {
+			t.Fatalf("Reserve (a retry of one reservation): %+v, %v, nth %d; want allowed as call 1", v, err, r.Nth)
+		}
+	}
+
+	srv.Stop()
+	v := run(t, a, call("s", "alice", "x"), false)
+	if !v.Ask || v.Rule != contract.RuleAskAfterCalls || !strings.Contains(v.Reason, "could not count") {
+		t.Fatalf("a call the store could not count, under Ignore: %+v, want an ask", v)
+	}
+}

@@ -10,7 +10,7 @@ if not prev then
   redis.call('SET', KEYS[2], 'cancelled', 'PX', tonumber(ARGV[1]))
   return 0
 end
-if prev ~= 'ok' then
+if prev ~= 'ok' and string.sub(prev, 1, 3) ~= 'ok:' then
   return 0
 end
 redis.call('SET', KEYS[2], 'released', 'KEEPTTL')

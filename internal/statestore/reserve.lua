@@ -7,9 +7,10 @@
 -- ARGV: 1 session budget (0: none), 2 session TTL ms, 3 caller calls (0:
 -- none), 4 caller window ms, 5 rate limit (0: none), 6 rate window ms,
 -- 7 outcome record TTL ms.
--- Returns "ok", "budget", "caller" or "rate" (the limit without room), or
--- the record of an earlier attempt with the same id ("ok", "released",
--- "cancelled") without counting again.
+-- Returns "ok" (or "ok:N" when it took a session slot: the call is the
+-- session's Nth), "budget", "caller" or "rate" (the limit without room), or
+-- the record of an earlier attempt with the same id ("ok", "ok:N",
+-- "released", "cancelled") without counting again.
 local prev = redis.call('GET', KEYS[1])
 if prev then
   return prev
@@ -71,7 +72,7 @@ if outcome ~= 'ok' then
   return outcome
 end
 if budget > 0 then
-  redis.call('HINCRBY', KEYS[2], 'c', 1)
+  outcome = 'ok:' .. redis.call('HINCRBY', KEYS[2], 'c', 1)
   redis.call('PEXPIRE', KEYS[2], sessionTTL)
 end
 if callerCalls > 0 then
@@ -82,5 +83,5 @@ if rate > 0 then
   redis.call('HINCRBY', KEYS[4], rateB, 1)
   redis.call('PEXPIRE', KEYS[4], rateTTL)
 end
-redis.call('SET', KEYS[1], 'ok', 'PX', tonumber(ARGV[7]))
-return 'ok'
+redis.call('SET', KEYS[1], outcome, 'PX', tonumber(ARGV[7]))
+return outcome

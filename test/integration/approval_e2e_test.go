@@ -291,6 +291,46 @@ func TestApprovalsEndToEnd(t *testing.T) { //nolint:gocyclo // one ordered end-t
 	if want := map[string]float64{"requested": 3, "approved": 2, "denied": 1, "expired": 1}; !maps.Equal(outcomes, want) {
 		t.Errorf("toolhooks_approvals_total over both gateways = %v, want %v", outcomes, want)
 	}
+
+	// 6. A contract asks about every call of a session after its first one;
+	// the counts are in process here, so the calls go to one gateway.
+	s.contractAsksAfterTheFirstCall()
+}
+
+// contractAsksAfterTheFirstCall creates a ContractPolicy with
+// ask.afterCalls 1: a session's first read runs, its second waits for an
+// approval naming the contract and rule askAfterCalls, and runs once
+// approved.
+func (s *approvalStory) contractAsksAfterTheFirstCall() {
+	t := s.t
+	if err := os.WriteFile(filepath.Join(s.ws, "notes.txt"), []byte("n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	one := int32(1)
+	cp := &policyv1alpha1.ContractPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "paced"},
+		Spec: policyv1alpha1.ContractPolicySpec{Ask: &policyv1alpha1.ContractAsk{AfterCalls: &one}}}
+	mustCreate(t, cp)
+	poll(t, "the contract enforced by both gateways", func() (bool, string) {
+		if err := testEnv.Client.Get(context.Background(), client.ObjectKeyFromObject(cp), cp); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(cp.Status.Conditions, policyv1alpha1.ConditionEnforced)
+		return c != nil && c.Status == metav1.ConditionTrue && cp.Status.Gateways.Enforcing == 2, fmt.Sprint(c)
+	})
+	if r := s.gws[0].call("read_file", `{"path":"notes.txt"}`); r.Status != "succeeded" {
+		t.Fatalf("the session's first call under the contract = %+v %+v", r, r.Denial)
+	}
+	second := s.callAsync(s.gws[0], "read_file", `{"path":"notes.txt"}`)
+	a := s.pending("notes.txt")
+	if a.Spec.Policy.Name != "paced" || a.Spec.Policy.Kind != "ContractPolicy" || a.Spec.Policy.Rule != "askAfterCalls" {
+		t.Fatalf("approval of the second call: %+v", a.Spec.Policy)
+	}
+	if out, err := s.kubectlToolhooks(s.approver, "approve", a.Name); err != nil {
+		t.Fatalf("approving the second call: %v %s", err, out)
+	}
+	if r := <-second; r.Status != "succeeded" {
+		t.Fatalf("the approved second call = %+v %+v", r, r.Denial)
+	}
 }
 
 // describes waits for kubectl describe of kind/name to show every text.

@@ -2,6 +2,9 @@ package contract
 
 import (
 	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,5 +72,100 @@ func TestContractAskCountsOnlyCallsThatRun(t *testing.T) {
 		if err := (&Contract{Ask: bad}).Validate(); err == nil {
 			t.Errorf("ask %+v accepted", bad)
 		}
+	}
+}
+
+// TestContractAskAfterCallsAsksPastTheFirstN checks that every call of a
+// session after its first AfterCalls needs approval, that a call asked about
+// and not run does not count, that each further call needs its own
+// approval, and that sessions count apart.
+func TestContractAskAfterCallsAsksPastTheFirstN(t *testing.T) {
+	b, err := NewBudgets(BudgetConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Contract: &Contract{Ask: &Ask{AfterCalls: 2}}, Budgets: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	tool := hooks.ToolFunc{ToolName: "read_file", Func: func(context.Context, map[string]any) (string, error) { runs++; return "x", nil }}
+	approver := &stateApprover{state: hooks.ApprovalPending}
+	e, err := hooks.NewExecutor([]hooks.Entry{{Hook: h}}, []hooks.Tool{tool}, hooks.WithApprover(approver))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(session string) hooks.Result {
+		c := hooks.NewCall("read_file", `{}`)
+		c.SessionID = session
+		return e.Execute(t.Context(), c)
+	}
+	for i := range 2 {
+		if r := call("s"); r.Status != hooks.StatusSucceeded {
+			t.Fatalf("call %d of 2 free ones: %+v %+v", i+1, r, r.Denial)
+		}
+	}
+	for range 3 {
+		r := call("s")
+		if r.Status != hooks.StatusDenied || r.Denial.Rule != hooks.RuleApprovalPending {
+			t.Fatalf("third call: %+v %+v, want it waiting for approval", r, r.Denial)
+		}
+	}
+	if committed, inflight := b.Used("s"); committed != 2 || inflight != 0 || runs != 2 {
+		t.Fatalf("after calls waiting for approval: %d committed, %d in flight, %d runs; want 2, 0, 2", committed, inflight, runs)
+	}
+	if v, _ := h.Before(t.Context(), &hooks.Call{SessionID: "s", Tool: "read_file"}); !v.Ask || v.Rule != RuleAskAfterCalls ||
+		!strings.Contains(v.Reason, "call 3 of session") {
+		t.Fatalf("Before of the third call = %+v, want an ask by %s naming its place", v, RuleAskAfterCalls)
+	}
+	h.After(t.Context(), &hooks.Call{SessionID: "s", Tool: "read_file"}, &hooks.Result{Status: hooks.StatusDenied})
+	approver.state = hooks.ApprovalApproved
+	if r := call("s"); r.Status != hooks.StatusSucceeded || runs != 3 {
+		t.Fatalf("approved third call: %+v, %d runs", r, runs)
+	}
+	approver.state = hooks.ApprovalPending
+	if r := call("s"); r.Status != hooks.StatusDenied || r.Denial.Rule != hooks.RuleApprovalPending || runs != 3 {
+		t.Fatalf("fourth call after an approved third: %+v, %d runs; want a new approval needed", r, runs)
+	}
+	if r := call("t"); r.Status != hooks.StatusSucceeded {
+		t.Fatalf("another session's first call: %+v %+v", r, r.Denial)
+	}
+	for _, bad := range []*Ask{{AfterCalls: -1}, {AfterCalls: MaxToolCallsLimit}} {
+		if err := (&Contract{Ask: bad}).Validate(); err == nil {
+			t.Errorf("ask %+v accepted", bad)
+		}
+	}
+}
+
+// TestContractAskAfterCallsIsExactUnderConcurrency runs many calls of one
+// session at once: exactly AfterCalls run without approval.
+func TestContractAskAfterCallsIsExactUnderConcurrency(t *testing.T) {
+	const free, calls = 5, 200
+	h, err := New(Config{Contract: &Contract{MaxToolCalls: 1000, Ask: &Ask{AfterCalls: free}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran, asked atomic.Int64
+	var wg sync.WaitGroup
+	for range calls {
+		wg.Go(func() {
+			c := &hooks.Call{SessionID: "s", Tool: "x"}
+			v, err := h.Before(context.Background(), c)
+			res := &hooks.Result{Status: hooks.StatusSucceeded}
+			switch {
+			case err != nil:
+				t.Error(err)
+			case v.Ask:
+				asked.Add(1)
+				res.Status = hooks.StatusDenied
+			case v.Allowed:
+				ran.Add(1)
+			}
+			h.After(context.Background(), c, res)
+		})
+	}
+	wg.Wait()
+	if ran.Load() != free || asked.Load() != calls-free {
+		t.Fatalf("%d ran and %d were asked about, want %d and %d", ran.Load(), asked.Load(), free, calls-free)
 	}
 }

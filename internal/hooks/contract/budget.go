@@ -242,23 +242,25 @@ const (
 	senderFull
 )
 
-// reserve takes one slot of sessionID's budget max for call. The lookup and
-// the compare-and-swap happen under the read lock so that a concurrent sweep
-// cannot remove the session between them (which would lose the count).
-func (b *Budgets) reserve(call *hooks.Call, max int) reserveResult {
+// reserve takes one slot of sessionID's budget max for call and, once
+// reserved, returns the call's place among the session's calls (in-flight
+// ones included). The lookup and the compare-and-swap happen under the read
+// lock so that a concurrent sweep cannot remove the session between them
+// (which would lose the count).
+func (b *Budgets) reserve(call *hooks.Call, max int) (reserveResult, int) {
 	now := b.now().UnixNano()
 	b.maybeSweep(now)
 
 	b.mu.RLock()
 	s := b.sessions[budgetKey(call)]
 	if s != nil {
-		ok := s.tryReserve(max, now)
+		nth, ok := s.tryReserve(max, now)
 		b.mu.RUnlock()
 		if !ok {
-			return overBudget
+			return overBudget, 0
 		}
 		b.track(call, s, now)
-		return reserved
+		return reserved, nth
 	}
 	b.mu.RUnlock()
 
@@ -273,10 +275,10 @@ func (b *Budgets) reserve(call *hooks.Call, max int) reserveResult {
 		switch {
 		case len(b.sessions) >= b.maxSess:
 			b.mu.Unlock()
-			return tableFull
+			return tableFull, 0
 		case b.perSender[sender] >= b.maxPerSend:
 			b.mu.Unlock()
-			return senderFull
+			return senderFull, 0
 		}
 		s = &session{key: key, sender: sender, at: now}
 		s.lastUsed.Store(now)
@@ -284,13 +286,13 @@ func (b *Budgets) reserve(call *hooks.Call, max int) reserveResult {
 		b.perSender[sender]++
 		heap.Push(&b.expiry, s)
 	}
-	ok := s.tryReserve(max, now)
+	nth, ok := s.tryReserve(max, now)
 	b.mu.Unlock()
 	if !ok {
-		return overBudget
+		return overBudget, 0
 	}
 	b.track(call, s, now)
-	return reserved
+	return reserved, nth
 }
 
 // senderOf is the caller a new session counts against.
@@ -301,16 +303,18 @@ func senderOf(call *hooks.Call) string {
 	return call.Caller.Username
 }
 
-// tryReserve adds one in-flight call if committed+inflight < max.
-func (s *session) tryReserve(max int, now int64) bool {
+// tryReserve adds one in-flight call if committed+inflight < max and
+// returns committed+inflight with it.
+func (s *session) tryReserve(max int, now int64) (int, bool) {
 	s.lastUsed.Store(now)
 	for {
 		st := s.state.Load()
-		if int64(st>>32)+int64(st&inflightMask) >= int64(max) {
-			return false
+		used := int64(st>>32) + int64(st&inflightMask)
+		if used >= int64(max) {
+			return 0, false
 		}
 		if s.state.CompareAndSwap(st, st+1) {
-			return true
+			return int(used) + 1, true
 		}
 	}
 }

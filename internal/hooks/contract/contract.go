@@ -68,16 +68,27 @@ type Contract struct {
 	Ask *Ask `json:"ask,omitempty"`
 }
 
-// Ask names the calls of a contract that need a person's approval.
+// Ask names the calls of a contract that need a person's approval: those
+// whose tool matches Tools, and every call of a session after its first
+// AfterCalls.
 type Ask struct {
 	// Tools are doublestar patterns of tool names (case-insensitive).
-	Tools []string `json:"tools"`
+	Tools []string `json:"tools,omitempty"`
+	// AfterCalls is how many calls a session makes before each further one
+	// needs approval; 0 means no such rule.
+	AfterCalls int `json:"afterCalls,omitempty"`
 	// ExpirySeconds bounds the request for approval (0: the default).
 	ExpirySeconds int64 `json:"expirySeconds,omitempty"`
 }
 
-// RuleAskTools asks for approval of a call whose tool a contract's ask names.
-const RuleAskTools = "askTools"
+// Rules of the verdicts that ask for approval.
+const (
+	// RuleAskTools asks for approval of a call whose tool a contract's ask names.
+	RuleAskTools = "askTools"
+	// RuleAskAfterCalls asks for approval of a call past the session's
+	// first ask.afterCalls calls.
+	RuleAskAfterCalls = "askAfterCalls"
+)
 
 // SenderLimit bounds one caller's calls over a sliding window.
 type SenderLimit struct {
@@ -141,8 +152,11 @@ func (a *Ask) validate() error {
 	if a == nil {
 		return nil
 	}
-	if len(a.Tools) == 0 {
-		return fmt.Errorf("%w: ask needs at least one tool pattern", ErrInvalidContract)
+	if len(a.Tools) == 0 && a.AfterCalls == 0 {
+		return fmt.Errorf("%w: ask needs a tool pattern or afterCalls", ErrInvalidContract)
+	}
+	if a.AfterCalls < 0 || a.AfterCalls >= MaxToolCallsLimit {
+		return fmt.Errorf("%w: ask afterCalls %d must be between 1 and %d", ErrInvalidContract, a.AfterCalls, MaxToolCallsLimit-1)
 	}
 	for _, p := range a.Tools {
 		if !doublestar.ValidatePattern(p) {
@@ -156,19 +170,40 @@ func (a *Ask) validate() error {
 }
 
 // asks returns the verdict asking for approval of call, when the ask
-// rules name its tool.
-func (a *Ask) asks(call *hooks.Call) (hooks.Verdict, bool) {
+// rules name its tool or nth (the call's place in its session, 0 when not
+// counted, nthUnknown when it could not be) is past AfterCalls.
+func (a *Ask) asks(call *hooks.Call, nth int) (hooks.Verdict, bool) {
 	if a == nil {
 		return hooks.Verdict{}, false
 	}
+	expiry := time.Duration(a.ExpirySeconds) * time.Second
 	lower := strings.ToLower(call.Tool)
 	for _, p := range a.Tools {
 		if doublestar.MatchUnvalidated(strings.ToLower(p), lower) {
 			return hooks.AskFor(RuleAskTools, fmt.Sprintf("Tool %q matches the tool pattern %q, which needs approval.", call.Tool, p),
-				time.Duration(a.ExpirySeconds)*time.Second), true
+				expiry), true
 		}
 	}
+	switch {
+	case a.AfterCalls > 0 && nth == nthUnknown:
+		return hooks.AskFor(RuleAskAfterCalls, fmt.Sprintf(
+			"The state store could not count this call of session %q, so it may come after the first %d, which need no approval.",
+			call.SessionID, a.AfterCalls), expiry), true
+	case a.AfterCalls > 0 && nth > a.AfterCalls:
+		return hooks.AskFor(RuleAskAfterCalls, fmt.Sprintf(
+			"This is call %d of session %q; every call after the first %d needs approval.", nth, call.SessionID, a.AfterCalls),
+			expiry), true
+	}
 	return hooks.Verdict{}, false
+}
+
+// counted is the session budget a reservation takes: MaxToolCalls, or, when
+// only the ask rules count the session's calls, a budget no session reaches.
+func (c *Contract) counted() int {
+	if c.MaxToolCalls == 0 && c.Ask != nil && c.Ask.AfterCalls > 0 {
+		return MaxToolCallsLimit
+	}
+	return c.MaxToolCalls
 }
 
 func validPaths(ps []string) error {

@@ -181,30 +181,37 @@ func (h *ContractScope) Before(ctx context.Context, call *hooks.Call) (hooks.Ver
 	if !h.subjects.Matches(call) {
 		return hooks.Allow, nil
 	}
-	v, err := h.decide(ctx, call)
+	v, nth, err := h.decide(ctx, call)
 	if err == nil && v.Allowed {
-		if ask, ok := h.contract.Ask.asks(call); ok {
+		if ask, ok := h.contract.Ask.asks(call, nth); ok {
 			return ask, nil
 		}
 	}
 	return v, err
 }
 
-// decide is Before for a call the subjects bind, without the ask rules.
-func (h *ContractScope) decide(ctx context.Context, call *hooks.Call) (hooks.Verdict, error) {
+// nthUnknown is decide's place of a call that was allowed uncounted because
+// the state store failed: the ask rules cannot tell how many calls came
+// before it.
+const nthUnknown = -1
+
+// decide is Before for a call the subjects bind, without the ask rules. It
+// also returns the call's place among its session's calls when it took a
+// session slot (0 when none was taken, nthUnknown when it could not be).
+func (h *ContractScope) decide(ctx context.Context, call *hooks.Call) (hooks.Verdict, int, error) {
 	c := h.contract
 	if c.MaxToolCalls < 0 || c.MaxToolCalls > MaxToolCallsLimit {
 		return hooks.Deny(RuleInvalidContract, fmt.Sprintf(
-			"The contract for session %q has an invalid maxToolCalls (%d)", call.SessionID, c.MaxToolCalls)), nil
+			"The contract for session %q has an invalid maxToolCalls (%d)", call.SessionID, c.MaxToolCalls)), 0, nil
 	}
 	if h.budgets != nil && c.MaxToolCalls > 0 && h.budgets.exhausted(budgetKey(call), c.MaxToolCalls) {
-		return DenyOverBudget(&Reservation{Call: call, MaxToolCalls: c.MaxToolCalls}), nil
+		return DenyOverBudget(&Reservation{Call: call, MaxToolCalls: c.MaxToolCalls}), 0, nil
 	}
 	if v := h.checkScope(pathguard.MemoFrom(ctx), call, c); !v.Allowed {
-		return v, nil
+		return v, 0, nil
 	}
 	r := Reservation{Call: call, Policy: h.policy, Session: budgetKey(call), Owner: senderOf(call),
-		MaxToolCalls: c.MaxToolCalls, RateRules: h.rateRules}
+		MaxToolCalls: c.counted(), RateRules: h.rateRules}
 	r.CallerCalls, r.CallerWindow = c.perSender()
 	if r.CallerCalls > 0 {
 		r.Caller = callerOf(call)
@@ -213,16 +220,17 @@ func (h *ContractScope) decide(ctx context.Context, call *hooks.Call) (hooks.Ver
 		r.RatePerMinute, _ = h.rate.Limit(call.Tool)
 	}
 	if r.MaxToolCalls == 0 && r.CallerCalls == 0 && r.RatePerMinute == 0 {
-		return hooks.Allow, nil
+		return hooks.Allow, 0, nil
 	}
 	if h.shared == nil {
-		return h.store.Reserve(ctx, &r)
+		v, err := h.store.Reserve(ctx, &r)
+		return v, r.Nth, err
 	}
 	r.ID = newReservationID()
 	v, err := h.store.Reserve(ctx, &r)
 	switch {
 	case err != nil && h.ignoreFailures:
-		return hooks.Allow, nil
+		return hooks.Allow, nthUnknown, nil
 	case err != nil:
 		if r.MaxToolCalls > 0 && !errors.Is(err, ErrNotSent) {
 			// The reservation may have been taken before the failure was
@@ -230,11 +238,12 @@ func (h *ContractScope) decide(ctx context.Context, call *hooks.Call) (hooks.Ver
 			releaseAfterFailure(h.store, &r)
 		}
 		return hooks.Deny(RuleStateStore, fmt.Sprintf(
-			"The call cannot be counted against the contract's budgets and rate limits: the state store (%s) failed: %v", h.store.Name(), err)), nil
+			"The call cannot be counted against the contract's budgets and rate limits: the state store (%s) failed: %v",
+			h.store.Name(), err)), 0, nil
 	case v.Allowed && r.MaxToolCalls > 0:
 		h.shared.put(&r)
 	}
-	return v, nil
+	return v, r.Nth, nil
 }
 
 // After settles the reservation Before took for call, if any: a call denied

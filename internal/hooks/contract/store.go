@@ -73,6 +73,10 @@ type Reservation struct {
 	// (Call.SenderID, Call.Tool).
 	RateRules     string
 	RatePerMinute int
+
+	// Nth is set by a Reserve that allows the call and takes a session slot:
+	// the call's place among the session's calls, counting those in flight.
+	Nth int
 }
 
 // newReservationID returns 128 random bits in hex.
@@ -128,7 +132,9 @@ func (s *localStore) Reserve(ctx context.Context, r *Reservation) (hooks.Verdict
 		}
 	}
 	if r.MaxToolCalls > 0 {
-		switch b.reserve(call, r.MaxToolCalls) {
+		var res reserveResult
+		res, r.Nth = b.reserve(call, r.MaxToolCalls)
+		switch res {
 		case overBudget:
 			return DenyOverBudget(r), nil
 		case tableFull:
