@@ -163,6 +163,12 @@ type AutonomyPolicySpec struct {
 	// before they run: by tool, path or shell command.
 	// +optional
 	Ask *AskRules `json:"ask,omitempty"`
+	// requireDecisionLog makes this policy enforceable only by gateways that
+	// write the decision log (masked arguments beside each audit record, so
+	// that the calls can be replayed against a policy change): a gateway
+	// without it denies every call with rule policyUnenforceable.
+	// +optional
+	RequireDecisionLog bool `json:"requireDecisionLog,omitempty"`
 	// enforcementAction is Deny (default) or Warn (dry-run: record, do not block).
 	// +optional
 	// +kubebuilder:default=Deny

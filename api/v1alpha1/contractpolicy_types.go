@@ -118,6 +118,12 @@ type ContractPolicySpec struct {
 	// +optional
 	// +kubebuilder:default=Fail
 	StateFailurePolicy StateFailurePolicy `json:"stateFailurePolicy,omitempty"`
+	// requireDecisionLog makes this policy enforceable only by gateways that
+	// write the decision log (masked arguments beside each audit record, so
+	// that the calls can be replayed against a policy change): a gateway
+	// without it denies every call with rule policyUnenforceable.
+	// +optional
+	RequireDecisionLog bool `json:"requireDecisionLog,omitempty"`
 	// enforcementAction is Deny (default) or Warn (dry-run: record, do not block).
 	// +optional
 	// +kubebuilder:default=Deny

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
 
+	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/argmask"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 )
 
@@ -16,6 +22,10 @@ type auditFlags struct {
 	maxSizeMB    int
 	maxBackups   int
 	writeTimeout time.Duration
+
+	decisionLog         bool
+	decisionLogKeys     string
+	decisionLogMaxBytes int
 }
 
 func (a *auditFlags) register(fs *flag.FlagSet) {
@@ -24,6 +34,40 @@ func (a *auditFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&a.maxBackups, "audit-file-max-backups", 10, "rotated audit files to keep (0 keeps all)")
 	fs.DurationVar(&a.writeTimeout, "audit-write-timeout", 5*time.Second,
 		"how long an audit write may take; a write that does not finish in time denies its call (0: no limit)")
+	fs.BoolVar(&a.decisionLog, "decision-log", false,
+		"add each call's canonical arguments, masked, to its audit record (the decision log `kubectl toolhooks replay` reads)")
+	fs.StringVar(&a.decisionLogKeys, "decision-log-mask-keys", strings.Join(argmask.DefaultKeys, ","),
+		"comma-separated argument keys (any depth, any case) whose values the decision log masks whole; secrets the "+
+			"result scanner's secret detectors find in other values are masked in place")
+	fs.IntVar(&a.decisionLogMaxBytes, "decision-log-max-bytes", argmask.DefaultMaxBytes,
+		"bound on one record's arguments text: longer strings are shortened, longest first, and arguments that still "+
+			"do not fit are left out")
+}
+
+// apply sets the gateway's audit sink and decision log.
+func (a *auditFlags) apply(opts *gateway.Options, stdout io.Writer) error {
+	opts.Audit = a.sink(stdout)
+	var err error
+	opts.DecisionLog, err = a.masker()
+	return err
+}
+
+// masker returns the decision log's masking, or nil when it is off.
+func (a *auditFlags) masker() (func(context.Context, *hooks.Call) *audit.Arguments, error) {
+	if !a.decisionLog {
+		return nil, nil
+	}
+	keys := []string{}
+	for k := range strings.SplitSeq(a.decisionLogKeys, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	m, err := argmask.New(argmask.Config{Keys: keys, MaxBytes: a.decisionLogMaxBytes})
+	if err != nil {
+		return nil, fmt.Errorf("--decision-log: %w", err)
+	}
+	return m.Mask, nil
 }
 
 // sink returns the audit sink: JSON lines to the file or to stdout, each

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/netutil"
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
@@ -232,6 +233,19 @@ func parseLabels(s string) (map[string]string, error) {
 }
 
 // run wires the gateway and serves until ctx ends.
+// newPluginHost returns the host of the gateway's plugins.
+func newPluginHost(f flags, reg *prometheus.Registry, log *slog.Logger) (*plugins.Manager, error) {
+	popts := plugins.Options{Logger: log, Registry: reg, MaxTimeouts: f.pluginMaxTimeouts}
+	if f.pluginTokenFile != "" {
+		popts.Token = plugins.NewTokenFile(f.pluginTokenFile, plugins.DefaultTokenCheckInterval, nil)
+		if _, err := popts.Token.Token(); err != nil {
+			// Not fatal: the kubelet may not have written it yet; every plugin call fails until it has.
+			log.Warn("The plugin token file cannot be read yet; HTTP plugin calls fail until it can", "error", err)
+		}
+	}
+	return plugins.New(popts)
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f, err := parseFlags(args, stderr)
 	if err != nil {
@@ -242,15 +256,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		debug.SetGCPercent(f.gogc)
 	}
 	reg := gateway.NewRegistry()
-	popts := plugins.Options{Logger: log, Registry: reg, MaxTimeouts: f.pluginMaxTimeouts}
-	if f.pluginTokenFile != "" {
-		popts.Token = plugins.NewTokenFile(f.pluginTokenFile, plugins.DefaultTokenCheckInterval, nil)
-		if _, err := popts.Token.Token(); err != nil {
-			// Not fatal: the kubelet may not have written it yet; every plugin call fails until it has.
-			log.Warn("The plugin token file cannot be read yet; HTTP plugin calls fail until it can", "error", err)
-		}
-	}
-	pluginHost, err := plugins.New(popts)
+	pluginHost, err := newPluginHost(f, reg, log)
 	if err != nil {
 		return err
 	}
@@ -265,12 +271,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Workspace:    f.workspace,
 		ToolTimeout:  f.toolTimeout,
 		MaxFileBytes: f.maxFileBytes,
-		Audit:        f.audit.sink(stdout),
 		Plugins:      pluginHost.Build,
 		OnApplied:    func(cfg *gatewayconfig.Config) { pluginHost.Retain(cfg.Plugins()) },
 		Degraded:     pluginHost.Degraded,
 		Registry:     reg,
 		Logger:       log,
+	}
+	if err := f.audit.apply(&opts, stdout); err != nil {
+		return err
 	}
 	closeStore, err := f.stateStore.apply(&opts, f.budgets.SessionTTL, log)
 	if err != nil {
@@ -342,7 +350,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		go func() { errc <- hs.Serve(ln) }()
 		log.Info("Gateway listening", "address", ln.Addr().String(), "tls", tc != nil, "workspace", f.workspace,
 			"standalone", f.policies != "", "pushes", opts.Authenticator != nil, "mcp", f.mcp.enabled,
-			"anonymousCallers", f.auth.allowAnonymous)
+			"anonymousCallers", f.auth.allowAnonymous, "decisionLog", f.audit.decisionLog)
 		return nil
 	}
 	if tlsConfig != nil {

@@ -191,7 +191,7 @@ func Autonomy(ref hooks.PolicyRef, s *policyv1alpha1.AutonomyPolicySpec) (gatewa
 		}
 	}
 	return validated(gatewayconfig.Hook{Name: HookName(ref), Kind: gatewayconfig.KindAutonomyPolicy, Policy: ref,
-		Action: action(s.EnforcementAction), Autonomy: a})
+		Action: action(s.EnforcementAction), RequireDecisionLog: s.RequireDecisionLog, Autonomy: a})
 }
 
 // subjects compiles a policy's subjects. A ServiceAccount without a
@@ -235,7 +235,7 @@ func Contract(ref hooks.PolicyRef, s *policyv1alpha1.ContractPolicySpec) (gatewa
 		c.RateLimits = append(c.RateLimits, ratelimit.Rule{Tools: r.Tools, PerSenderPerMinute: int(r.PerSenderPerMinute)})
 	}
 	return validated(gatewayconfig.Hook{Name: HookName(ref), Kind: gatewayconfig.KindContractPolicy, Policy: ref,
-		Action: action(s.EnforcementAction), Contract: c})
+		Action: action(s.EnforcementAction), RequireDecisionLog: s.RequireDecisionLog, Contract: c})
 }
 
 // Plugin compiles a PluginHook spec into its hook entry.

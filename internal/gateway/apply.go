@@ -78,11 +78,12 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 		}
 	}
 	entries, err := gatewayconfig.Build(cfg, gatewayconfig.BuildOptions{
-		Workspace: s.opts.Workspace,
-		Audit:     s.opts.Audit,
-		State:     s.state,
-		Plugins:   s.opts.Plugins,
-		Traits:    s.opts.ToolTraits,
+		Workspace:   s.opts.Workspace,
+		Audit:       s.opts.Audit,
+		DecisionLog: s.opts.DecisionLog,
+		State:       s.state,
+		Plugins:     s.opts.Plugins,
+		Traits:      s.opts.ToolTraits,
 	})
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

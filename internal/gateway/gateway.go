@@ -107,6 +107,11 @@ type Options struct {
 	// toolhooks_audit_write_errors_total and makes the gateway not ready for
 	// AuditFailureHold, or while the sink's Healthy method (if any) fails.
 	Audit audit.Sink
+	// DecisionLog, when set, adds each call's masked canonical arguments to
+	// its audit record (the decision log, which the replay command reads);
+	// nil keeps arguments out of the records. A policy that requires the
+	// decision log cannot be enforced without it.
+	DecisionLog func(context.Context, *hooks.Call) *audit.Arguments
 	// Authenticator authenticates configuration pushes; nil refuses every push.
 	Authenticator Authenticator
 	// Callers authenticates the callers of POST /v1/tool-calls and POST
@@ -341,7 +346,7 @@ func (noPolicy) After(context.Context, *hooks.Call, *hooks.Result) {}
 // RuleNoPolicy and reason.
 func (s *Server) noPolicyExecutor(reason string) (*hooks.Executor, error) {
 	return hooks.NewExecutor([]hooks.Entry{
-		{Hook: audit.New(s.opts.Audit)},
+		{Hook: audit.New(s.opts.Audit, audit.WithDecisionLog(s.opts.DecisionLog))},
 		{Hook: noPolicy{reason: reason}},
 	}, nil, hooks.WithLogger(s.log))
 }

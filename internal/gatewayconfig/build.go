@@ -2,6 +2,7 @@ package gatewayconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -44,7 +45,9 @@ type kind struct {
 var kinds = map[Kind]kind{
 	KindAuditLog: {
 		decidesNothing: true,
-		build:          func(_ *Hook, o *BuildOptions) (hooks.Hook, bool, error) { return audit.New(o.Audit), false, nil },
+		build: func(_ *Hook, o *BuildOptions) (hooks.Hook, bool, error) {
+			return audit.New(o.Audit, audit.WithDecisionLog(o.DecisionLog)), false, nil
+		},
 	},
 	KindAutonomyPolicy: {
 		hasSpec:  func(h *Hook) bool { return h.Autonomy != nil },
@@ -85,6 +88,10 @@ var kinds = map[Kind]kind{
 	},
 }
 
+// errNoDecisionLog makes a policy that requires the decision log
+// unenforceable on a gateway that does not write it.
+var errNoDecisionLog = errors.New("it requires the decision log, which this gateway does not write (its --decision-log flag is off)")
+
 // RuleUnenforceable is the rule of the denial a policy gives when the gateway
 // cannot build it (for example, it names a workspace root other than the
 // gateway's).
@@ -100,6 +107,9 @@ type BuildOptions struct {
 	Workspace string
 	// Audit receives the AuditLog records; nil writes JSON lines to stdout.
 	Audit audit.Sink
+	// DecisionLog adds each call's masked arguments to its audit record;
+	// nil leaves them out, and an entry that requires them is unenforceable.
+	DecisionLog func(context.Context, *hooks.Call) *audit.Arguments
 	// State keeps contract policies' runtime state (budgets, windows) across
 	// builds; nil keeps none.
 	State *contract.State
@@ -129,6 +139,9 @@ func Build(cfg *Config, opts BuildOptions) ([]hooks.Entry, error) {
 	for i := range cfg.Hooks {
 		h := &cfg.Hooks[i]
 		hook, failOpen, err := kinds[h.Kind].build(h, &opts)
+		if err == nil && h.RequireDecisionLog && opts.DecisionLog == nil {
+			err = errNoDecisionLog
+		}
 		if err != nil {
 			hook, failOpen = unenforceable{name: h.Name, err: err}, false
 		}

@@ -43,6 +43,9 @@ type Hook struct {
 	Policy hooks.PolicyRef `json:"policy,omitzero"`
 	// Action is Deny (default) or Warn.
 	Action hooks.EnforcementAction `json:"action,omitempty"`
+	// RequireDecisionLog makes the entry unenforceable on a gateway that does
+	// not write the decision log.
+	RequireDecisionLog bool `json:"requireDecisionLog,omitempty"`
 	// Autonomy is an AutonomyPolicy entry's spec.
 	Autonomy *autonomy.Config `json:"autonomy,omitempty"`
 	// Contract is a ContractPolicy entry's spec.

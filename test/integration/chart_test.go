@@ -381,6 +381,28 @@ func TestChartSandboxNetwork(t *testing.T) {
 	}
 }
 
+// TestChartDecisionLog checks that the decision log is off unless enabled,
+// and that its values reach the gateway's flags.
+func TestChartDecisionLog(t *testing.T) {
+	gatewayArgs := func(sets ...string) []string {
+		m := parseManifest(t, mustTemplate(t, "toolhooks", "ns", sets...))
+		return into[deployment](t, m.get(t, "Deployment", "toolhooks-gateway")).Spec.Template.Spec.Containers[0].Args
+	}
+	if args := gatewayArgs(); slices.Contains(args, "--decision-log") {
+		t.Errorf("the decision log is on by default: %q", args)
+	}
+	args := gatewayArgs("gateway.audit.decisionLog.enabled=true", "gateway.audit.decisionLog.maxBytes=4096",
+		"gateway.audit.decisionLog.maskKeys={password,session_key}")
+	if !slices.Contains(args, "--decision-log") || argValue(t, args, "decision-log-max-bytes") != "4096" ||
+		argValue(t, args, "decision-log-mask-keys") != "password,session_key" {
+		t.Errorf("decision log flags = %q", args)
+	}
+	if out, err := helmTemplate(t, "toolhooks", "ns", "gateway.audit.decisionLog.maxBytes=10"); err == nil ||
+		!strings.Contains(err.Error(), "maxBytes") {
+		t.Errorf("a 10-byte bound was accepted: %v\n%.300s", err, out)
+	}
+}
+
 // TestChartRBACMatchesGeneratedRoles compares the chart's rendered rules with
 // the roles controller-gen generates into config/rbac (and the hand-written
 // push-token role), so neither can drift from the other.

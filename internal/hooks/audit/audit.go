@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -107,6 +108,20 @@ type Record struct {
 	ArgumentLength int
 	// ResultLength is the length in bytes of the text returned to the caller.
 	ResultLength int
+	// Arguments are the call's masked canonical arguments, in the call's
+	// record (PhaseCompleted) when the decision log is on; nil otherwise.
+	Arguments *Arguments
+}
+
+// Arguments is what the decision log keeps of one call's arguments.
+type Arguments struct {
+	// JSON is the canonical text of the masked arguments (one object); empty
+	// when Omitted says why they were left out.
+	JSON string
+	// Masked are the JSON Pointers of the values masked or shortened, sorted.
+	Masked []string
+	// Omitted says why the arguments were left out ("" when they were not).
+	Omitted string
 }
 
 // Sink receives audit records. It must be safe for concurrent use.
@@ -216,6 +231,17 @@ func (s *SlogSink) Emit(ctx context.Context, r Record) error {
 		slog.Int("argumentLength", r.ArgumentLength),
 		slog.Int("resultLength", r.ResultLength),
 	)
+	if x := r.Arguments; x != nil {
+		if x.JSON != "" {
+			rec.AddAttrs(slog.Any("arguments", json.RawMessage(x.JSON)))
+		}
+		if len(x.Masked) > 0 {
+			rec.AddAttrs(slog.Any("maskedArguments", x.Masked))
+		}
+		if x.Omitted != "" {
+			rec.AddAttrs(slog.String("argumentsOmitted", x.Omitted))
+		}
+	}
 	if err := s.h.Handle(ctx, rec); err != nil {
 		return fmt.Errorf("writing audit record: %w", err)
 	}
@@ -230,6 +256,7 @@ func (s *SlogSink) Emit(ctx context.Context, r Record) error {
 type AuditLog struct { //nolint:revive // named after the hook "AuditLog" (its Name())
 	sink Sink
 	now  func() time.Time
+	args func(context.Context, *hooks.Call) *Arguments // the decision log; nil when off
 	// ids holds the CallID of each call between BeforeTool and After.
 	ids sync.Map // *hooks.Call -> string
 }
@@ -241,6 +268,12 @@ var (
 
 // Option configures an AuditLog.
 type Option func(*AuditLog)
+
+// WithDecisionLog adds to each call's record (PhaseCompleted) the
+// arguments args returns for it: the decision log. Nil leaves them out.
+func WithDecisionLog(args func(context.Context, *hooks.Call) *Arguments) Option {
+	return func(a *AuditLog) { a.args = args }
+}
 
 // WithClock sets the clock stamping records (default time.Now).
 func WithClock(now func() time.Time) Option {
@@ -292,6 +325,9 @@ func (a *AuditLog) After(ctx context.Context, call *hooks.Call, res *hooks.Resul
 // TryAfter emits the call's record and returns the sink's error.
 func (a *AuditLog) TryAfter(ctx context.Context, call *hooks.Call, res *hooks.Result) error {
 	r := a.record(call, res)
+	if a.args != nil {
+		r.Arguments = a.args(ctx, call)
+	}
 	if id, ok := a.ids.LoadAndDelete(call); ok {
 		r.CallID = id.(string)
 	} else {

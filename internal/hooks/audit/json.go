@@ -219,6 +219,20 @@ func appendRecord(b []byte, r *Record) ([]byte, bool) {
 	b = strconv.AppendInt(b, int64(r.ArgumentLength), 10)
 	b = append(b, `,"resultLength":`...)
 	b = strconv.AppendInt(b, int64(r.ResultLength), 10)
+	if x := r.Arguments; x != nil {
+		if x.JSON != "" {
+			// Canonical text from encoding/json: compact, as slog writes it.
+			b = append(append(b, `,"arguments":`...), x.JSON...)
+		}
+		if len(x.Masked) > 0 {
+			b = jsonappend.Array(append(b, `,"maskedArguments":`...), len(x.Masked), func(b []byte, i int) []byte {
+				return jsonappend.String(b, x.Masked[i], jsonappend.JSONNoHTML)
+			})
+		}
+		if x.Omitted != "" {
+			b = jsonappend.String(append(b, `,"argumentsOmitted":`...), x.Omitted, jsonappend.Slog)
+		}
+	}
 	return append(b, "}\n"...), true
 }
 

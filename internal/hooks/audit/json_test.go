@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,13 @@ func fuzzRecord(strs []string, nanos, dur, gen int64, lengths int32, streaming b
 		}
 		r.Filtering = append(r.Filtering, f)
 	}
+	if decisions%11 >= 6 {
+		text, _ := json.Marshal(map[string]any{s(0): s(1), "path": s(2), "n": []any{json.Number("1.50"), nil, true}})
+		r.Arguments = &audit.Arguments{JSON: string(text), Masked: []string{"/" + s(3)}}
+		if decisions%11 == 10 {
+			r.Arguments = &audit.Arguments{Omitted: s(4)}
+		}
+	}
 	return r
 }
 
@@ -107,6 +115,9 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 		DurationMs     float64                 `json:"durationMs"`
 		ArgumentLength int                     `json:"argumentLength"`
 		ResultLength   int                     `json:"resultLength"`
+		Arguments      json.RawMessage         `json:"arguments"`
+		Masked         []string                `json:"maskedArguments"`
+		Omitted        string                  `json:"argumentsOmitted"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
@@ -194,6 +205,13 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 			}
 		}
 	}
+	if x := r.Arguments; x != nil {
+		if string(got.Arguments) != x.JSON || !slices.Equal(got.Masked, fixAll(x.Masked)) || got.Omitted != fixUTF8(x.Omitted) {
+			t.Errorf("arguments = %s %q %q, want %+v", got.Arguments, got.Masked, got.Omitted, *x)
+		}
+	} else if got.Arguments != nil || got.Masked != nil || got.Omitted != "" {
+		t.Errorf("a record without the decision log has arguments %s %q %q", got.Arguments, got.Masked, got.Omitted)
+	}
 	if a := r.Approval; a != nil {
 		want := hooks.Approval{Name: fixUTF8(a.Name), State: hooks.ApprovalState(fixUTF8(string(a.State))),
 			DecidedBy: fixUTF8(a.DecidedBy), Reason: fixUTF8(a.Reason)}
@@ -201,6 +219,15 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 			t.Errorf("approval = %+v, want %+v", *got.Approval, want)
 		}
 	}
+}
+
+// fixAll is fixUTF8 of each of ss.
+func fixAll(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, fixUTF8(s))
+	}
+	return out
 }
 
 // fixUTF8 is what encoding/json decodes from an encoded s: every byte of
@@ -223,6 +250,8 @@ func FuzzJSONSinkMatchesSlog(f *testing.F) {
 	f.Add("", "\xff\xfe", "é\xc3", "日本", "\x7f", "allowed", "", "", "", "", int64(0), int64(0), int64(0), int32(0), false, uint8(0))
 	f.Add("t", "s", "c", "u", "id", "succeeded", "+05:30", "h", "r", "why", int64(-1), int64(1), int64(-1), int32(-5), false, uint8(2))
 	f.Add("t", "s", "c", "u", "id", "timed_out", "X", "h", "r", "why", int64(1<<62), int64(1<<62), int64(1<<40), int32(1<<30), true, uint8(1))
+	f.Add("k<&>", "v\u2028\xff", "/a/b", "p~/q", "tooLarge", "denied", "", "", "", "", int64(5), int64(0), int64(0), int32(2), false, uint8(6))
+	f.Add("k", "v", "p", "q", "tooLarge", "allowed", "", "", "", "", int64(5), int64(0), int64(0), int32(2), false, uint8(10))
 	f.Fuzz(func(t *testing.T, s0, s1, s2, s3, s4, s5, s6, s7, s8, s9 string, nanos, dur, gen int64, lengths int32,
 		streaming bool, decisions uint8) {
 		r := fuzzRecord([]string{s0, s1, s2, s3, s4, s5, s6, s7, s8, s9}, nanos, dur, gen, lengths, streaming, decisions)
