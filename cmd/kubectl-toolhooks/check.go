@@ -20,21 +20,19 @@ const (
 )
 
 type checkFlags struct {
-	files              []string
-	tool               string
-	args               string
-	session            string
-	channel            string
-	sender             string
-	as                 string
-	asGroups           []string
-	namespace          string
-	labels             map[string]string
-	workspace          string
-	keepWorkspaceRoots bool
-	output             string
-	strict             bool
-	result             string
+	files     []string
+	tool      string
+	args      string
+	session   string
+	channel   string
+	sender    string
+	as        string
+	asGroups  []string
+	namespace string
+	gateway   gatewayFlags
+	output    string
+	strict    bool
+	result    string
 }
 
 func newCheckCmd() *cobra.Command {
@@ -93,9 +91,7 @@ Exit codes: 0 allowed, 1 denied (or, with --result, the result withheld), 2 bad 
 	fl.StringVar(&f.as, "as", "", "username of the verified caller the call is made as (default: --sender, or the anonymous caller)")
 	fl.StringArrayVar(&f.asGroups, "as-group", nil, "a group of the caller (repeatable; needs --as)")
 	fl.StringVarP(&f.namespace, "namespace", "n", "", `gateway namespace (default: the policies' namespace, or "default")`)
-	fl.StringToStringVar(&f.labels, "labels", nil, "gateway labels matched by gatewaySelectors, as k=v,...")
-	fl.StringVar(&f.workspace, "workspace", "", "directory standing in for the gateway's workspace (default: current directory)")
-	fl.BoolVar(&f.keepWorkspaceRoots, "keep-workspace-roots", false, "use the policies' workspace roots as written")
+	f.gateway.bind(fl)
 	fl.StringVarP(&f.output, "output", "o", outputText, "output format: text or json")
 	fl.StringVar(&f.result, "result", "", "file holding what the tool returned (- for stdin): the ResultPolicies run on it")
 	fl.BoolVar(&f.strict, "strict", false, "treat policy warnings (allow-list entries that run arbitrary programs) as errors (exit 2)")
@@ -112,13 +108,9 @@ func (f *checkFlags) run(cmd *cobra.Command) error {
 	if len(f.files) == 0 {
 		return badInput(fmt.Errorf("%w: -f FILE_OR_DIR is required", cli.ErrBadInput))
 	}
-	ws := f.workspace
-	if ws == "" {
-		wd, err := workingDir()
-		if err != nil {
-			return badInput(err)
-		}
-		ws = wd
+	opts, err := f.gateway.options(f.namespace)
+	if err != nil {
+		return badInput(err)
 	}
 	l, err := cli.LoadPolicies(f.files)
 	if err != nil {
@@ -134,9 +126,7 @@ func (f *checkFlags) run(cmd *cobra.Command) error {
 	if f.strict && len(lint) > 0 {
 		return badInput(fmt.Errorf("%w: --strict: %d policy warning(s)", cli.ErrBadInput, len(lint)))
 	}
-	ev, err := cli.NewEvaluator(l, cli.Options{
-		Namespace: f.namespace, Labels: f.labels, Workspace: ws, KeepWorkspaceRoots: f.keepWorkspaceRoots,
-	})
+	ev, err := cli.NewEvaluator(l, opts)
 	if err != nil {
 		return badInput(err)
 	}

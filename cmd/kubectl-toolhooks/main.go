@@ -20,6 +20,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/toolhooks/toolhooks/internal/cli"
 )
@@ -89,7 +90,8 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: "kubectl-toolhooks evaluates tool calls against AutonomyPolicy, ContractPolicy and PluginHook files\n" +
 			"through the same compile path and executor as the toolhooks gateway, without a cluster (check, test),\n" +
 			"lists the denials gateways recorded as Events (denials), lists and decides ToolCallApprovals\n" +
-			"(approvals, approve, deny) and gates Claude Code's tool calls (claude-hook).\n\n" +
+			"(approvals, approve, deny), replays decision logs against changed policies (replay) and gates\n" +
+			"Claude Code's tool calls (claude-hook).\n\n" +
 			"Exit codes: 0 allowed (or every case passed), 1 denied (or a case failed), 2 bad input.",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl toolhooks"},
 		SilenceUsage:  true,
@@ -99,7 +101,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(newCheckCmd(), newTestCmd(), newVersionCmd(), newClaudeHookCmd(), newDenialsCmd(),
-		newApproveCmd(), newDenyCmd(), newApprovalsCmd())
+		newApproveCmd(), newDenyCmd(), newApprovalsCmd(), newReplayCmd())
 	return root
 }
 
@@ -113,4 +115,33 @@ func workingDir() (string, error) {
 		return "", fmt.Errorf("%w: working directory: %w", cli.ErrBadInput, err)
 	}
 	return wd, nil
+}
+
+// gatewayFlags say which gateway offline evaluation stands in for: its
+// labels and a directory standing in for its workspace.
+type gatewayFlags struct {
+	labels             map[string]string
+	workspace          string
+	keepWorkspaceRoots bool
+}
+
+func (g *gatewayFlags) bind(fl *pflag.FlagSet) {
+	fl.StringToStringVar(&g.labels, "labels", nil, "gateway labels matched by gatewaySelectors, as k=v,...")
+	fl.StringVar(&g.workspace, "workspace", "", "directory standing in for the gateway's workspace (default: current directory)")
+	fl.BoolVar(&g.keepWorkspaceRoots, "keep-workspace-roots", false, "use the policies' workspace roots as written")
+}
+
+// options returns the evaluator's options for a gateway of namespace (""
+// lets the evaluator choose), the workspace defaulting to the working
+// directory.
+func (g *gatewayFlags) options(namespace string) (cli.Options, error) {
+	ws := g.workspace
+	if ws == "" {
+		wd, err := workingDir()
+		if err != nil {
+			return cli.Options{}, err
+		}
+		ws = wd
+	}
+	return cli.Options{Namespace: namespace, Labels: g.labels, Workspace: ws, KeepWorkspaceRoots: g.keepWorkspaceRoots}, nil
 }

@@ -56,6 +56,12 @@ type Call struct {
 	// the result policies run on it as the gateway runs them on a tool's
 	// output. Nil skips them.
 	Result *string
+	// Approval answers a rule that asks about the call as a person did when
+	// it ran (replay): ApprovalApproved grants it (the decision is allowed,
+	// with Ask set), ApprovalDenied refuses it (denied, with Ask set; the
+	// call does not count against budgets). Empty asks nobody: the decision
+	// is an ask.
+	Approval hooks.ApprovalState
 }
 
 // CallerOf returns the identity c is evaluated as: Caller, else the user
@@ -215,13 +221,16 @@ func (e *Evaluator) Evaluate(ctx context.Context, c Call) (Decision, error) {
 	}
 	call := hooks.NewCall(c.Tool, c.Args)
 	call.SessionID, call.ChannelID, call.SenderID, call.Caller = c.Session, c.Channel, id.Username, id
+	if c.Approval != "" {
+		ctx = context.WithValue(ctx, approvalKey{}, c.Approval)
+	}
 	res := e.exec.Evaluate(ctx, call)
 	d := Decision{Allowed: res.Status == hooks.StatusAllowed, Warnings: res.Warnings}
 	den := res.Denial
-	if res.Status == hooks.StatusAsk {
+	if res.Ask != nil && (res.Status == hooks.StatusAsk || d.Allowed || (den != nil && den.Rule == hooks.RuleApprovalDenied)) {
 		d.Ask, den = true, res.Ask
 	}
-	if den != nil && !d.Allowed {
+	if den != nil && (!d.Allowed || d.Ask) {
 		d.Hook, d.Rule, d.Reason = den.Hook, den.Rule, den.Reason
 		if den.Policy.Kind != "" {
 			d.Policy = &wire.PolicyRef{Kind: den.Policy.Kind, Namespace: den.Policy.Namespace, Name: den.Policy.Name}
@@ -253,10 +262,17 @@ func resultDecision(res hooks.Result) *ResultDecision {
 }
 
 // offlineApprover answers every request for approval as undecided: offline
-// evaluation reports that a call would be asked about and asks nobody.
+// evaluation reports that a call would be asked about and asks nobody. A
+// call evaluated with a recorded decision (Call.Approval) gets that one.
 type offlineApprover struct{}
 
-func (offlineApprover) RequestApproval(context.Context, hooks.ApprovalRequest) (hooks.Approval, error) {
+// approvalKey holds the recorded decision of the call in its context.
+type approvalKey struct{}
+
+func (offlineApprover) RequestApproval(ctx context.Context, _ hooks.ApprovalRequest) (hooks.Approval, error) {
+	if s, ok := ctx.Value(approvalKey{}).(hooks.ApprovalState); ok {
+		return hooks.Approval{State: s, DecidedBy: "the recorded decision"}, nil
+	}
 	return hooks.Approval{State: hooks.ApprovalPending}, nil
 }
 

@@ -6,12 +6,15 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/policyfile"
@@ -163,4 +166,22 @@ func (l *Loaded) Lint() []string {
 		}
 	}
 	return out
+}
+
+// LoadFromCluster reads the policies of namespace (every kind in
+// compile.Kinds) through c, as the controller lists them for a gateway of
+// that namespace. Each object's source is "cluster".
+func LoadFromCluster(ctx context.Context, c client.Reader, namespace string) (*Loaded, error) {
+	l := &Loaded{Sources: map[string]string{}}
+	for _, k := range compile.Kinds {
+		list := k.NewList()
+		if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+			return nil, fmt.Errorf("listing %s in %s: %w", k.Resource, namespace, err)
+		}
+		k.SetItems(&l.Policies, list)
+		for _, o := range k.ListObjects(list) {
+			l.Sources[Key(string(k.Kind), o.GetNamespace(), o.GetName())] = "cluster"
+		}
+	}
+	return l, nil
 }
