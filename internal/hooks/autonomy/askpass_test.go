@@ -2,6 +2,7 @@ package autonomy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -133,6 +134,7 @@ var askCommandLines = append(append([]string{
 	"cat ~/src/pkg/x", "find src -name '*.go'", "find -L src", "cp -r src deploy/c", "du -a src", "git status > notes.txt",
 	"ls\x00; rm x", "cat $HOME/x", "eval ls", "tee src/pkg/t < notes.txt", "ls src/[p]kg", "cat src/{pkg,x}/sub/x.go",
 	"cd src; cd pkg; cd sub; cd ..; cd ..; cd ..; cd src; cd pkg; cd sub; cd ..; cd ..; cd ..; cat a.go",
+	"cd a; cd b; cd c; cd d; cat x.go", "cd a; cd b; cd c; cd d; cd src; cat pkg/sub/x.go",
 }, oracleSeeds...), soundnessCommands...)
 
 // soundnessCommands are TestShellSoundnessClassesAreDenied's classes.
@@ -298,4 +300,120 @@ func FuzzAskSinglePass(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAskRulesSeeEveryRoute asks for a path or command that reaches the ask
+// rules by each route the deny rules read: with the deny path rules on
+// (the ask globs are matched on the paths they resolve) and off (the paths
+// are read for the ask rules alone, and what cannot be read asks).
+func TestAskRulesSeeEveryRoute(t *testing.T) {
+	f := askFixture(t)
+	closed := f.askConfig()
+	open := f.askConfig()
+	open.AllowedShellCommands = []string{"*"}
+	off := func(c Config) Config {
+		c.WorkspaceOnly, c.ForbiddenPathGlobs = false, nil
+		return c
+	}
+	type tc struct {
+		name, tool string
+		args       map[string]any
+		open       bool // decided with the allow-list ["*"]
+		pathArgs   bool // my_tool's target is a path argument
+		dialects   []string
+		want       string // "allow", "ask:<rule>" or "deny:<rule>", with the deny path rules on
+		wantOff    string // the same with them off, when it differs
+		reason     string // a text the reason contains
+	}
+	askPath, askCmd := "ask:"+RuleAskPathGlobs, "ask:"+RuleAskCommands
+	for _, c := range []tc{
+		{name: "path argument", tool: "read_file", args: map[string]any{"path": "src/pkg/sub/x.go"}, want: askPath},
+		{name: "path argument through a symlink", tool: "write_file", args: map[string]any{"path": "alias/new.go"}, want: askPath,
+			reason: f.ws + "/src/pkg/new.go"},
+		{name: "path array element", tool: "read_file", args: map[string]any{"paths": []any{"src/a.go", "in/pkg/sub"}}, want: askPath},
+		{name: "extra path argument", tool: "my_tool", args: map[string]any{"target": "src/pkg/sub"}, pathArgs: true, want: askPath},
+		{name: "cwd that matches", tool: "shell", args: map[string]any{"command": "ls", "cwd": "src/pkg"}, want: askPath},
+		{name: "cwd as the base of a word", tool: "shell", args: map[string]any{"command": "cat pkg/y", "cwd": "src"}, want: askPath,
+			reason: `In shell command "cat pkg/y": Path "pkg/y"`},
+		{name: "working_directory as the base of a word", tool: "process", args: map[string]any{"command": "cat pkg/y", "working_directory": "src"},
+			want: askPath},
+		{name: "apply_patch file", tool: "apply_patch", args: map[string]any{"input": "*** Update File: src/pkg/sub/x.go\n"}, want: askPath},
+		{name: "unified diff file", tool: "apply_patch", args: map[string]any{"input": "--- a/src/a.go\n+++ b/alias/sub/x.go\n"}, want: askPath},
+		{name: "shell word", tool: "shell", args: sh("cat src/pkg/sub/x.go"), want: askPath},
+		{name: "redirection target", tool: "shell", args: sh("echo x > alias/y"), want: askPath, reason: `Path "alias/y"`},
+		{name: "glob expansion", tool: "shell", args: sh("cat src/p*/sub/x.go"), want: askPath,
+			reason: `Path "` + f.ws + `/src/pkg/sub/x.go"`},
+		{name: "glob expansion of a redirection", tool: "shell", args: sh("echo x >> src/p?g/sub/x.go"), want: askPath},
+		{name: "brace expansion", tool: "shell", args: sh("cat src/{a.go,pkg/sub/x.go}"), want: askPath},
+		{name: "cd target", tool: "shell", args: sh("cd src/pkg && ls"), want: askPath},
+		{name: "word relative to a cd target", tool: "shell", args: sh("cd src; cat pkg/sub/x.go"), want: askPath},
+		{name: "beneath a recursive reader", tool: "shell", args: sh("grep -r x src"), want: askPath, reason: "reads or writes beneath"},
+		{name: "path in a subshell", tool: "shell", args: sh("(cat src/pkg/sub/x.go)"), want: askPath},
+		{name: "path in a pipeline", tool: "shell", args: sh("ls | cat alias/sub/x.go"), want: askPath},
+		{name: "path in a nested shell", tool: "shell", args: sh("bash -c 'cat src/pkg/sub/x.go'"), want: askPath},
+		{name: "command in a pipeline", tool: "shell", args: sh("ls | rm notes.txt"), want: askCmd},
+		{name: "command in a subshell", tool: "shell", args: sh("(rm notes.txt)"), want: askCmd},
+		{name: "command in a nested shell", tool: "shell", args: sh("bash -c 'git push origin main'"), want: askCmd},
+		{name: "command under a wrapper", tool: "shell", args: sh("sudo kubectl delete pod x"), open: true, want: askCmd},
+		{name: "command in a substitution", tool: "shell", args: sh("echo $(git push origin x)"), open: true, want: askCmd},
+		{name: "command as an argv list", tool: "shell", args: map[string]any{"command": []any{"rm", "notes.txt"}}, want: askCmd},
+		{name: "command in the POSIX reading only", tool: "shell", args: sh("[[ x || rm ]]"), open: true, want: askCmd},
+		{name: "the same read as bash only", tool: "shell", args: sh("[[ x || rm ]]"), open: true, dialects: []string{"bash"}, want: "allow"},
+		{name: "a command before a path", tool: "shell", args: sh("rm src/pkg/sub/x.go"), want: askCmd},
+		{name: "a path before a command", tool: "shell", args: map[string]any{"command": "rm x", "cwd": "src/pkg"}, want: askPath},
+		{name: "command that cannot be read statically", tool: "shell", args: sh("$CMD notes.txt"), open: true, want: askCmd,
+			reason: "cannot be read statically"},
+		{name: "code that cannot be read", tool: "code_exec", args: map[string]any{"code": "import os"}, open: true, want: askCmd},
+		{name: "unparseable command", tool: "shell", args: sh("cat src/pkg/sub/x.go 'unterminated"), open: true,
+			want: "deny:" + RuleShellUnverifiable},
+		{name: "path that cannot be resolved", tool: "read_file", args: map[string]any{"path": "loop1"},
+			want: "deny:" + RuleInvalidArguments, wantOff: "ask:" + RuleAskUnchecked},
+		{name: "shell word that cannot be resolved", tool: "shell", args: sh("cat src/a.go loop1"),
+			want: "deny:" + RuleInvalidArguments, wantOff: "ask:" + RuleAskUnchecked},
+		{name: "the first match is kept", tool: "shell", args: sh("cat src/pkg/sub/x.go loop1"),
+			want: "deny:" + RuleInvalidArguments, wantOff: askPath},
+		{name: "deny wins over an earlier ask", tool: "shell", args: sh("cat src/pkg/sub/x.go .env"),
+			want: "deny:" + RuleForbiddenPaths, wantOff: askPath},
+		{name: "deny wins over a later ask", tool: "read_file", args: map[string]any{"paths": []any{"/etc/passwd", "src/pkg/sub/x.go"}},
+			want: "deny:" + RuleWorkspaceOnly, wantOff: askPath},
+		{name: "deny beneath wins", tool: "shell", args: sh("grep -r x ."), want: "deny:" + RuleForbiddenPaths, wantOff: askPath},
+		{name: "nothing asks", tool: "shell", args: sh("cat src/a.go | grep x | wc -l"), want: "allow"},
+	} {
+		for _, on := range []bool{true, false} {
+			cfg := closed
+			if c.open {
+				cfg = open
+			}
+			cfg.ShellDialects = c.dialects
+			if c.pathArgs {
+				cfg.PathArgs = map[string][]string{"my_tool": {"target"}}
+			}
+			want := c.want
+			if !on {
+				cfg = off(cfg)
+				if c.wantOff != "" {
+					want = c.wantOff
+				}
+			}
+			t.Run(fmt.Sprintf("%s/path rules %v", c.name, on), func(t *testing.T) {
+				h := newHook(t, cfg)
+				v := decide(t, h, c.tool, obj(t, c.args))
+				got := "allow"
+				switch {
+				case v.Ask:
+					got = "ask:" + v.Rule
+				case !v.Allowed:
+					got = "deny:" + v.Rule
+				}
+				if got != want || !strings.Contains(v.Reason, c.reason) {
+					t.Fatalf("got %s (%s), want %s with %q", got, v.Reason, want, c.reason)
+				}
+				tp, err := newTwoPass(cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				requireSameAsTwoPass(t, h, tp, hooks.NewCall(c.tool, obj(t, c.args)))
+			})
+		}
+	}
 }

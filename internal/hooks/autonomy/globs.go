@@ -170,9 +170,18 @@ func escapeGlob(s string) string {
 	return b.String()
 }
 
-// matchForbidden matches the raw path, its lexical absolute form and its
-// real path against every forbidden glob.
-func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
+// pathForms are the forms of one path the globs are matched against: the
+// raw value, its lexical absolute form and its real path (case-folded on a
+// case-insensitive workspace), with the set of the bytes of each.
+type pathForms struct {
+	cands [3]string
+	sets  [3]byteSet
+	n     int // the real path is left out when it equals the absolute form
+}
+
+// forms returns the forms of the raw path raw, relative to base, whose
+// real path is real.
+func (h *Hook) forms(raw, base, real string) pathForms {
 	abs := raw
 	if strings.HasPrefix(abs, "~") {
 		if home, err := homeDir(); err == nil {
@@ -183,21 +192,31 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 		abs = base + "/" + abs
 	}
 	abs = pathguard.Clean(abs)
-	cands := [3]string{raw, abs, real}
+	pf := pathForms{cands: [3]string{raw, abs, real}, n: 3}
 	if h.fold {
-		for i := range cands {
-			cands[i] = strings.ToLower(cands[i])
+		for i := range pf.cands {
+			pf.cands[i] = strings.ToLower(pf.cands[i])
 		}
 	}
-	n := 3
-	if cands[2] == cands[1] {
-		n = 2
+	if pf.cands[2] == pf.cands[1] {
+		pf.n = 2
 	}
-	var sets [3]byteSet
-	for k := range cands[:n] {
-		sets[k] = byteSetOf(cands[k])
+	for k := range pf.cands[:pf.n] {
+		pf.sets[k] = byteSetOf(pf.cands[k])
 	}
-	for _, g := range h.forbidden {
+	return pf
+}
+
+// matchForbidden matches the raw path, its lexical absolute form and its
+// real path against every forbidden glob.
+func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
+	pf := h.forms(raw, base, real)
+	return matchGlobs(h.forbidden, &pf)
+}
+
+// matchGlobs returns the first of globs that one of the forms pf matches.
+func matchGlobs(globs []forbiddenGlob, pf *pathForms) (string, bool) {
+	for _, g := range globs {
 		// A pattern's forms mostly share their literal: search each
 		// candidate for it at most once per literal, and only when the
 		// cheaper prefix test passes.
@@ -207,14 +226,14 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 			if i == 0 || f.literal != lit {
 				lit, litState = f.literal, [3]uint8{}
 			}
-			for k, c := range cands[:n] {
+			for k, c := range pf.cands[:pf.n] {
 				if f.prefix != "" && !strings.HasPrefix(c, f.prefix) {
 					continue
 				}
 				if lit != "" {
 					if litState[k] == 0 {
 						litState[k] = 2
-						if sets[k].covers(&f.litSet) && strings.Contains(c, lit) {
+						if pf.sets[k].covers(&f.litSet) && strings.Contains(c, lit) {
 							litState[k] = 1
 						}
 					}
