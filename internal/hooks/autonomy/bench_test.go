@@ -3,6 +3,9 @@ package autonomy
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -12,9 +15,16 @@ import (
 // benchHook has 20 forbidden globs and 20 shell command globs.
 func benchHook(b *testing.B) *Hook { return newHook(b, benchConfig(b)) }
 
-// benchConfig is benchHook's configuration.
+// benchConfig is benchHook's configuration, in a workspace whose path
+// does not depend on the benchmark's name (as t.TempDir's does): every
+// benchmark resolves paths of the same length, so their costs compare.
 func benchConfig(b *testing.B) Config {
-	f := newFixture(b)
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("autonomy-bench-%010d", rand.Uint32()))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	f := newFixtureIn(b, dir)
 	cfg := f.config()
 	cfg.ForbiddenPathGlobs = nil
 	cfg.AllowedShellCommands = nil
