@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
 )
@@ -415,5 +417,31 @@ func TestAskRulesSeeEveryRoute(t *testing.T) {
 				requireSameAsTwoPass(t, h, tp, hooks.NewCall(c.tool, obj(t, c.args)))
 			})
 		}
+	}
+}
+
+// TestAskToolPrefixNeverRejectsAMatch checks the prefix test askTool runs
+// before doublestar: every tool name a pattern matches starts with the
+// pattern's literalPrefix.
+func TestAskToolPrefixNeverRejectsAMatch(t *testing.T) {
+	patterns := []string{"deploy_*", "deploy_prod", "*_file", "{read,write}_file", "[dr]*", "de?loy_*", `deploy\_*`, "**", "mcp/**", "mcp/*/x"}
+	names := []string{"deploy_prod", "deploy_", "deploy", "read_file", "write_file", "drop", "mcp", "mcp/a", "mcp/a/x", "deXloy_1", "x"}
+	matched := 0
+	for _, p := range patterns {
+		pre := literalPrefix(p)
+		for _, n := range names {
+			if ok, err := doublestar.Match(p, n); err != nil {
+				t.Fatalf("pattern %q: %v", p, err)
+			} else if !ok {
+				continue
+			}
+			matched++
+			if !strings.HasPrefix(n, pre) {
+				t.Errorf("%q matches %q but does not start with its literal prefix %q", n, p, pre)
+			}
+		}
+	}
+	if matched < 10 {
+		t.Fatalf("only %d pattern/name pairs matched", matched)
 	}
 }

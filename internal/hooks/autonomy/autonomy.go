@@ -191,7 +191,7 @@ type Hook struct {
 	subjects      *hooks.SubjectMatcher // nil binds every call
 	// The ask rules (see askState): asks is set when there is any.
 	asks        bool
-	askTools    []string // lower case
+	askTools    []toolPattern
 	askPaths    []forbiddenGlob
 	askCommands []string
 	askExpiry   time.Duration
@@ -338,7 +338,8 @@ func (h *Hook) compileAsk(cfg Config) error {
 		if !doublestar.ValidatePattern(p) {
 			return fmt.Errorf("ask: toolDeny pattern %q: %w", p, hooks.ErrInvalidGlob)
 		}
-		h.askTools = append(h.askTools, strings.ToLower(p))
+		lower := strings.ToLower(p)
+		h.askTools = append(h.askTools, toolPattern{glob: lower, prefix: literalPrefix(lower)})
 	}
 	for _, p := range ask.PathGlobs {
 		g, err := h.compileForbidden(p)
@@ -422,11 +423,17 @@ func (st *askState) set(d hooks.Verdict) {
 // askingPaths reports whether the ask path globs still look for a match.
 func (h *Hook) askingPaths(st *askState) bool { return st.open() && len(h.askPaths) > 0 }
 
-// askTool matches the tool name against the ask tool patterns.
+// toolPattern is a lower-case tool name pattern with the literal text every
+// name it matches starts with (see literalPrefix).
+type toolPattern struct {
+	glob, prefix string
+}
+
+// askTool matches the lower-case tool name against the ask tool patterns.
 func (h *Hook) askTool(tool, lower string, st *askState) {
 	for _, p := range h.askTools {
-		if doublestar.MatchUnvalidated(p, lower) {
-			st.set(hooks.Deny(RuleToolDeny, fmt.Sprintf("Tool %q matches the denied tool pattern %q.", tool, p)))
+		if strings.HasPrefix(lower, p.prefix) && doublestar.MatchUnvalidated(p.glob, lower) {
+			st.set(hooks.Deny(RuleToolDeny, fmt.Sprintf("Tool %q matches the denied tool pattern %q.", tool, p.glob)))
 			return
 		}
 	}

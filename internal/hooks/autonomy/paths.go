@@ -43,7 +43,8 @@ func (h *Hook) checkPath(m *pathguard.Memo, p, base string, st *askState, cmd st
 	if len(h.forbidden) == 0 && !ask {
 		return real, hooks.Allow, true
 	}
-	pf := h.forms(p, base, real)
+	var pf pathForms
+	h.forms(&pf, p, base, real)
 	if g, ok := matchGlobs(h.forbidden, &pf); ok {
 		return "", hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
 			"Path %q (real path %q) matches the forbidden path glob %q.", p, real, g)), false

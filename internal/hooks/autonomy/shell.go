@@ -315,7 +315,8 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 		if h.fold {
 			q = strings.ToLower(q)
 		}
-		pf := h.forms(q, base, q)
+		var pf pathForms
+		h.forms(&pf, q, base, q)
 		if g, ok := matchGlobs(h.forbidden, &pf); ok {
 			v := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
 				"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", cmd, w.Value, p, g))
