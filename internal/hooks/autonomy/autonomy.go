@@ -189,9 +189,12 @@ type Hook struct {
 	dialects      shellcheck.Dialect
 	names         []string              // exact tool names the configuration names
 	subjects      *hooks.SubjectMatcher // nil binds every call
-	asker         *Hook                 // the ask rules as deny rules; nil without any
-	askCommands   []string              // in an asker: the commands that ask
-	askExpiry     time.Duration
+	// The ask rules (see askState): asks is set when there is any.
+	asks        bool
+	askTools    []toolPattern
+	askPaths    []forbiddenGlob
+	askCommands []string
+	askExpiry   time.Duration
 }
 
 // New returns the Autonomy hook of cfg. Errors wrap hooks.ErrInvalidGlob,
@@ -315,9 +318,9 @@ func checkCommandPattern(field, p string) error {
 	return nil
 }
 
-// compileAsk builds h.asker: a hook whose denials are the calls cfg.Ask
-// names, sharing h's workspace, so that paths and commands are found by the
-// same code that enforces the deny rules.
+// compileAsk compiles cfg.Ask: tool patterns as toolDeny's, path globs as
+// forbiddenPathGlobs', matched by the deny pass on the paths and commands
+// it finds (see askState).
 func (h *Hook) compileAsk(cfg Config) error {
 	ask := cfg.Ask
 	if ask == nil || len(ask.Tools)+len(ask.PathGlobs)+len(ask.Commands) == 0 {
@@ -331,13 +334,22 @@ func (h *Hook) compileAsk(cfg Config) error {
 			return err
 		}
 	}
-	a := &Hook{res: h.res, root: h.root, real: h.real, fold: h.fold, askCommands: slices.Clone(ask.Commands)}
-	err := a.compile(Config{Name: h.name, ForbiddenPathGlobs: ask.PathGlobs, AllowShell: true, AllowedShellCommands: []string{"*"},
-		ShellDialects: cfg.ShellDialects, ToolDeny: ask.Tools, PathArgs: cfg.PathArgs})
-	if err != nil {
-		return fmt.Errorf("ask: %w", err)
+	for _, p := range ask.Tools {
+		if !doublestar.ValidatePattern(p) {
+			return fmt.Errorf("ask: toolDeny pattern %q: %w", p, hooks.ErrInvalidGlob)
+		}
+		lower := strings.ToLower(p)
+		h.askTools = append(h.askTools, toolPattern{glob: lower, prefix: literalPrefix(lower)})
 	}
-	h.asker, h.askExpiry = a, time.Duration(ask.ExpirySeconds)*time.Second
+	for _, p := range ask.PathGlobs {
+		g, err := h.compileForbidden(p)
+		if err != nil {
+			return fmt.Errorf("ask: %w", err)
+		}
+		h.askPaths = append(h.askPaths, g)
+	}
+	h.askCommands = slices.Clone(ask.Commands)
+	h.asks, h.askExpiry = true, time.Duration(ask.ExpirySeconds)*time.Second
 	return nil
 }
 
@@ -368,19 +380,67 @@ func (h *Hook) Before(ctx context.Context, call *hooks.Call) (hooks.Verdict, err
 	if !h.subjects.Matches(call) {
 		return hooks.Allow, nil
 	}
-	if h.asker != nil && shellClass(strings.ToLower(call.Tool), call.Args) == shellTool {
-		ctx = withAnalysisMemo(ctx) // the ask rules read the commands check has analysed
+	if !h.asks {
+		return h.check(ctx, call, nil), nil
 	}
-	v := h.check(ctx, call)
-	if v.Allowed && h.asker != nil {
-		if a := h.asker.check(ctx, call); !a.Allowed {
-			return h.askVerdict(a), nil
-		}
+	var st askState
+	v := h.check(ctx, call, &st)
+	if v.Allowed && st.found {
+		return h.askVerdict(st.match), nil
 	}
 	return v, nil
 }
 
-// askVerdict turns a denial of h.asker into the verdict that asks.
+// askState is what the ask rules found in one call, while the deny rules
+// walk it: the ask rules see every path and command the deny rules see, in
+// the same order, at no cost beyond matching them. The first match is kept
+// as the denial the ask rules would give if they were deny rules (toolDeny,
+// forbiddenPathGlobs, askCommands, or the denial of a path or command that
+// cannot be checked), which askVerdict turns into the verdict that asks;
+// it asks only when no deny rule denies the call.
+//
+// Where the deny rules read no paths (neither workspaceOnly nor forbidden
+// globs) the paths are read for the ask rules alone, with only set: a path
+// that cannot be resolved or a glob that cannot be expanded then asks
+// (askUnchecked) instead of denying, and the first match ends that walk.
+type askState struct {
+	found bool
+	only  bool          // the paths walked are read for the ask rules alone
+	match hooks.Verdict // the first match, as a denial
+}
+
+// open reports whether st still looks for a match: a nil st is a policy
+// without ask rules.
+func (st *askState) open() bool { return st != nil && !st.found }
+
+// set keeps d as the match unless there is one already.
+func (st *askState) set(d hooks.Verdict) {
+	if !st.found {
+		st.found, st.match = true, d
+	}
+}
+
+// askingPaths reports whether the ask path globs still look for a match.
+func (h *Hook) askingPaths(st *askState) bool { return st.open() && len(h.askPaths) > 0 }
+
+// toolPattern is a lower-case tool name pattern with the literal text every
+// name it matches starts with (see literalPrefix).
+type toolPattern struct {
+	glob, prefix string
+}
+
+// askTool matches the lower-case tool name against the ask tool patterns.
+func (h *Hook) askTool(tool, lower string, st *askState) {
+	for _, p := range h.askTools {
+		if strings.HasPrefix(lower, p.prefix) && doublestar.MatchUnvalidated(p.glob, lower) {
+			st.set(hooks.Deny(RuleToolDeny, fmt.Sprintf("Tool %q matches the denied tool pattern %q.", tool, p.glob)))
+			return
+		}
+	}
+}
+
+// askVerdict turns the denial an ask rule matched with (see askState)
+// into the verdict that asks.
 func (h *Hook) askVerdict(d hooks.Verdict) hooks.Verdict {
 	rule := RuleAskUnchecked
 	switch d.Rule {
@@ -396,12 +456,16 @@ func (h *Hook) askVerdict(d hooks.Verdict) hooks.Verdict {
 	return hooks.AskFor(rule, reason, h.askExpiry)
 }
 
-// check applies the rules in order; the first denial wins.
-func (h *Hook) check(ctx context.Context, call *hooks.Call) hooks.Verdict {
+// check applies the rules in order; the first denial wins. With st, the
+// ask rules are matched along the way (see askState).
+func (h *Hook) check(ctx context.Context, call *hooks.Call, st *askState) hooks.Verdict {
 	tool := call.Tool
 	lower := strings.ToLower(tool)
 	if v, ok := h.checkToolGlobs(tool, lower); !ok {
 		return v
+	}
+	if st.open() {
+		h.askTool(tool, lower, st)
 	}
 	shellKind := shellClass(lower, call.Args)
 	if h.readOnly {
@@ -410,45 +474,85 @@ func (h *Hook) check(ctx context.Context, call *hooks.Call) hooks.Verdict {
 		}
 	}
 	pathChecks := h.workspaceOnly || len(h.forbidden) > 0
-	if call.ArgsErr != nil && (pathChecks || shellKind != notShell) {
-		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf(
+	// denyReads: the deny rules read the call's paths (and their failures
+	// deny); else only the ask rules may read them.
+	denyReads := pathChecks || shellKind != notShell
+	if call.ArgsErr != nil && (denyReads || h.askingPaths(st)) {
+		v := hooks.Deny(RuleInvalidArguments, fmt.Sprintf(
 			"The arguments of %q are not one JSON object (%v), so its paths and commands cannot be checked.", tool, call.ArgsErr))
+		if denyReads {
+			return v
+		}
+		st.set(v)
 	}
 	m := pathguard.MemoFrom(ctx)
 	var bases []string
-	if pathChecks || shellKind != notShell {
+	if denyReads || h.askingPaths(st) {
 		paths, err := pathguard.Extract(tool, call.Args, h.pathArgs[lower])
 		if err != nil {
-			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The arguments of %q cannot be checked: %v.", tool, err))
-		}
-		for _, p := range paths {
-			real, v, ok := h.checkPath(m, p, "")
-			if !ok {
+			v := hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The arguments of %q cannot be checked: %v.", tool, err))
+			if denyReads {
 				return v
+			}
+			st.set(v)
+			paths = nil
+		}
+		st.walkOnly(!denyReads)
+		for _, p := range paths {
+			real, v, ok := h.checkPath(m, p, "", st, "")
+			if !ok {
+				if denyReads {
+					return v
+				}
+				st.set(v)
+				break
 			}
 			if shellKind != notShell && isCwdKey(call.Args, p) {
 				bases = append(bases, real)
 			}
 		}
+		st.walkOnly(false)
 	}
-	if pathChecks && strings.EqualFold(tool, "apply_patch") {
+	if (pathChecks || h.askingPaths(st)) && strings.EqualFold(tool, "apply_patch") {
 		// The files a patch names are paths too, as the Contract hook reads them.
-		for k, v := range call.Args {
-			text, ok := v.(string)
-			if !ok || pathguard.IsPathKey(k, h.pathArgs[lower]) {
-				continue
+		if v := h.checkPatch(m, call, lower, !pathChecks, st); !v.Allowed {
+			if pathChecks {
+				return v
 			}
-			for _, p := range pathguard.PatchFiles(text) {
-				if _, v, ok := h.checkPath(m, p, ""); !ok {
-					return v
-				}
-			}
+			st.set(v)
 		}
 	}
 	if shellKind != notShell {
-		return h.checkShell(m, analysisMemoFrom(ctx), tool, shellKind, call, bases)
+		return h.checkShell(m, tool, shellKind, call, bases, st)
 	}
 	return hooks.Allow
+}
+
+// checkPatch checks the files an apply_patch call's patch texts name; with
+// askOnly, for the ask rules alone.
+func (h *Hook) checkPatch(m *pathguard.Memo, call *hooks.Call, lower string, askOnly bool, st *askState) hooks.Verdict {
+	st.walkOnly(askOnly)
+	defer st.walkOnly(false)
+	for k, v := range call.Args {
+		text, ok := v.(string)
+		if !ok || pathguard.IsPathKey(k, h.pathArgs[lower]) {
+			continue
+		}
+		for _, p := range pathguard.PatchFiles(text) {
+			if _, v, ok := h.checkPath(m, p, "", st, ""); !ok {
+				return v
+			}
+		}
+	}
+	return hooks.Allow
+}
+
+// walkOnly marks the paths walked next as read for the ask rules alone
+// (see askState), or no longer.
+func (st *askState) walkOnly(only bool) {
+	if st != nil {
+		st.only = only
+	}
 }
 
 func (h *Hook) checkToolGlobs(tool, lower string) (hooks.Verdict, bool) {

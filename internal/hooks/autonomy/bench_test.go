@@ -3,6 +3,9 @@ package autonomy
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -12,9 +15,22 @@ import (
 // benchHook has 20 forbidden globs and 20 shell command globs.
 func benchHook(b *testing.B) *Hook { return newHook(b, benchConfig(b)) }
 
-// benchConfig is benchHook's configuration.
+// benchConfig is benchHook's configuration, in a workspace whose path
+// does not depend on the benchmark's name (as t.TempDir's does): every
+// benchmark resolves paths of the same length, so their costs compare. Its
+// random part is upper-case letters: digits in it would make the byte-set
+// prefilter of the secretN globs pass or fail from one run to the next.
 func benchConfig(b *testing.B) Config {
-	f := newFixture(b)
+	name := []byte("autonomy-bench-XXXXXXXXXX")
+	for i := len(name) - 10; i < len(name); i++ {
+		name[i] = 'A' + byte(rand.IntN(26))
+	}
+	dir := filepath.Join(os.TempDir(), string(name))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	f := newFixtureIn(b, dir)
 	cfg := f.config()
 	cfg.ForbiddenPathGlobs = nil
 	cfg.AllowedShellCommands = nil

@@ -25,6 +25,7 @@ type compiledForm struct {
 	prefix  string
 	literal string
 	litSet  byteSet // the bytes of literal
+	newLit  bool    // literal is not the previous form's
 }
 
 // byteSet is a set of byte values.
@@ -149,7 +150,8 @@ func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
 				return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, hooks.ErrInvalidGlob)
 			}
 			lit := requiredLiteral(v)
-			all = append(all, compiledForm{glob: v, prefix: literalPrefix(v), literal: lit, litSet: byteSetOf(lit)})
+			newLit := len(all) == 0 || all[len(all)-1].literal != lit
+			all = append(all, compiledForm{glob: v, prefix: literalPrefix(v), literal: lit, litSet: byteSetOf(lit), newLit: newLit})
 		}
 	}
 	return forbiddenGlob{pattern: p, forms: all}, nil
@@ -170,9 +172,18 @@ func escapeGlob(s string) string {
 	return b.String()
 }
 
-// matchForbidden matches the raw path, its lexical absolute form and its
-// real path against every forbidden glob.
-func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
+// pathForms are the forms of one path the globs are matched against: the
+// raw value, its lexical absolute form and its real path (case-folded on a
+// case-insensitive workspace), with the set of the bytes of each.
+type pathForms struct {
+	cands [3]string
+	sets  [3]byteSet
+	n     int // the real path is left out when it equals the absolute form
+}
+
+// forms sets pf to the forms of the raw path raw, relative to base, whose
+// real path is real.
+func (h *Hook) forms(pf *pathForms, raw, base, real string) {
 	abs := raw
 	if strings.HasPrefix(abs, "~") {
 		if home, err := homeDir(); err == nil {
@@ -183,32 +194,45 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 		abs = base + "/" + abs
 	}
 	abs = pathguard.Clean(abs)
-	cands := [3]string{raw, abs, real}
+	pf.cands, pf.n = [3]string{raw, abs, real}, 3
 	if h.fold {
-		for i := range cands {
-			cands[i] = strings.ToLower(cands[i])
+		for i := range pf.cands {
+			pf.cands[i] = strings.ToLower(pf.cands[i])
 		}
 	}
-	n := 3
-	if cands[2] == cands[1] {
-		n = 2
+	if pf.cands[2] == pf.cands[1] {
+		pf.n = 2
 	}
-	var sets [3]byteSet
-	for k := range cands[:n] {
-		sets[k] = byteSetOf(cands[k])
+	for k := range pf.cands[:pf.n] {
+		pf.sets[k] = byteSetOf(pf.cands[k])
 	}
-	for _, g := range h.forbidden {
+}
+
+// matchForbidden matches the raw path, its lexical absolute form and its
+// real path against every forbidden glob.
+func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
+	var pf pathForms
+	h.forms(&pf, raw, base, real)
+	return matchGlobs(h.forbidden, &pf)
+}
+
+// matchGlobs returns the first of globs that one of the forms pf matches.
+func matchGlobs(globs []forbiddenGlob, pf *pathForms) (string, bool) {
+	cands, sets := pf.cands[:pf.n], &pf.sets
+	for gi := range globs {
+		g := &globs[gi]
 		// A pattern's forms mostly share their literal: search each
 		// candidate for it at most once per literal, and only when the
 		// cheaper prefix test passes.
 		var lit string
 		var litState [3]uint8 // per candidate: 0 not searched yet, 1 found, 2 absent
-		for i, f := range g.forms {
-			if i == 0 || f.literal != lit {
+		for i := range g.forms {
+			f := &g.forms[i]
+			if f.newLit {
 				lit, litState = f.literal, [3]uint8{}
 			}
-			for k, c := range cands[:n] {
-				if f.prefix != "" && !strings.HasPrefix(c, f.prefix) {
+			for k, c := range cands {
+				if !hasPrefix(c, f.prefix) {
 					continue
 				}
 				if lit != "" {
@@ -229,4 +253,12 @@ func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// hasPrefix is strings.HasPrefix comparing the prefix's last byte first: a
+// prefix anchored in the workspace shares the root with most paths and
+// differs from them after it.
+func hasPrefix(s, prefix string) bool {
+	n := len(prefix)
+	return n == 0 || len(s) >= n && s[n-1] == prefix[n-1] && s[:n] == prefix
 }

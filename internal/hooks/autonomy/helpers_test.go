@@ -26,7 +26,13 @@ type fixture struct {
 
 func newFixture(t testing.TB) fixture {
 	t.Helper()
-	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	return newFixtureIn(t, t.TempDir())
+}
+
+// newFixtureIn is newFixture in the directory dir.
+func newFixtureIn(t testing.TB, dir string) fixture {
+	t.Helper()
+	tmp, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

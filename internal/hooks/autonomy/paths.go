@@ -21,8 +21,10 @@ func isCwdKey(args map[string]any, p string) bool {
 
 // checkPath resolves p (relative to base, or the workspace when base is
 // empty), with the call's lookups remembered in m, and applies
-// workspaceOnly and the forbidden globs.
-func (h *Hook) checkPath(m *pathguard.Memo, p, base string) (string, hooks.Verdict, bool) {
+// workspaceOnly and the forbidden globs; with st it matches the ask path
+// globs too (see askState). cmd is the shell command whose word p is, if
+// any: a match's reason names it, as shellVerdict names it in a denial's.
+func (h *Hook) checkPath(m *pathguard.Memo, p, base string, st *askState, cmd string) (string, hooks.Verdict, bool) {
 	if h.res == nil {
 		return "", hooks.Allow, true
 	}
@@ -37,10 +39,27 @@ func (h *Hook) checkPath(m *pathguard.Memo, p, base string) (string, hooks.Verdi
 		return "", hooks.Deny(RuleWorkspaceOnly, fmt.Sprintf(
 			"Path %q resolves to %q, outside the workspace %q.", p, real, h.res.Real)), false
 	}
-	if len(h.forbidden) > 0 {
-		if g, ok := h.matchForbidden(p, base, real); ok {
-			return "", hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
-				"Path %q (real path %q) matches the forbidden path glob %q.", p, real, g)), false
+	ask := h.askingPaths(st)
+	if len(h.forbidden) == 0 && !ask {
+		return real, hooks.Allow, true
+	}
+	var pf pathForms
+	h.forms(&pf, p, base, real)
+	if g, ok := matchGlobs(h.forbidden, &pf); ok {
+		return "", hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
+			"Path %q (real path %q) matches the forbidden path glob %q.", p, real, g)), false
+	}
+	if ask {
+		if g, ok := matchGlobs(h.askPaths, &pf); ok {
+			d := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
+				"Path %q (real path %q) matches the forbidden path glob %q.", p, real, g))
+			if st.only {
+				return "", d, false // the walk is the ask rules' alone: its first match ends it
+			}
+			if cmd != "" {
+				d = shellVerdict(d, cmd)
+			}
+			st.set(d)
 		}
 	}
 	return real, hooks.Allow, true

@@ -158,3 +158,16 @@ func FuzzByteSetPrefilter(f *testing.F) {
 		}
 	})
 }
+
+// TestHasPrefixIsStringsHasPrefix checks matchGlobs' prefix test, which
+// compares the last byte first, against strings.HasPrefix.
+func TestHasPrefixIsStringsHasPrefix(t *testing.T) {
+	strs := []string{"", "/", "/ws", "/ws/", "/ws/deploy", "/ws/deploy/x", "/ws/deplox", "/wx/deploy", "deploy", "/ws/dep", "ä", "/ws/ä"}
+	for _, s := range strs {
+		for _, p := range strs {
+			if got, want := hasPrefix(s, p), strings.HasPrefix(s, p); got != want {
+				t.Errorf("hasPrefix(%q, %q) = %v, want %v", s, p, got, want)
+			}
+		}
+	}
+}

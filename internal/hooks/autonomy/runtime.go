@@ -29,13 +29,13 @@ func (h *Hook) CheckExec(_ context.Context, call *hooks.Call, dir string, env, a
 	}
 	var bases []string
 	if h.res != nil {
-		real, v, ok := h.checkPath(nil, dir, "")
+		real, v, ok := h.checkPath(nil, dir, "", nil, "")
 		if !ok {
 			return runtimeVerdict(v, cmd)
 		}
 		bases = []string{real}
 	}
-	return runtimeVerdict(h.checkCommand(nil, nil, cmd, bases), cmd)
+	return runtimeVerdict(h.checkCommand(nil, cmd, bases, nil), cmd)
 }
 
 // CheckOpen allows a call the subjects do not bind. For one they bind it
@@ -49,7 +49,7 @@ func (h *Hook) CheckOpen(_ context.Context, call *hooks.Call, path string, write
 	if write && h.readOnly {
 		return hooks.Deny(RuleReadOnly, fmt.Sprintf("Tool %q tried to open %q for writing and the mode is readonly.", call.Tool, path))
 	}
-	if _, v, ok := h.checkPath(nil, path, ""); !ok {
+	if _, v, ok := h.checkPath(nil, path, "", nil, ""); !ok {
 		v.Reason = "At run time: " + v.Reason
 		return v
 	}

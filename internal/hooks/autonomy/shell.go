@@ -1,7 +1,6 @@
 package autonomy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -17,7 +16,6 @@ type shellKind = shellcheck.ToolClass
 
 const (
 	notShell     = shellcheck.NotShell
-	shellTool    = shellcheck.ShellTool
 	codeExecTool = shellcheck.CodeTool
 )
 
@@ -27,63 +25,21 @@ func shellClass(tool string, args map[string]any) shellKind {
 	return shellcheck.ClassifyTool(tool, args)
 }
 
-// analysisMemo remembers the analyses of one call's command lines while one
-// hook and its asker decide it, so that the ask rules do not parse the
-// command again. It lives in the context of one Before and is used by one
-// goroutine; the analyses it hands out are never modified.
-type analysisMemo struct {
-	entries []analysisEntry
-}
-
-type analysisEntry struct {
-	cmd      string
-	dialects shellcheck.Dialect
-	an       *shellcheck.Analysis
-}
-
-type analysisMemoKey struct{}
-
-func withAnalysisMemo(ctx context.Context) context.Context {
-	return context.WithValue(ctx, analysisMemoKey{}, &analysisMemo{})
-}
-
-func analysisMemoFrom(ctx context.Context) *analysisMemo {
-	am, _ := ctx.Value(analysisMemoKey{}).(*analysisMemo)
-	return am
-}
-
-// analyze returns the analysis of cmd in dialects d, remembered in am when
-// am is not nil. Failures are not remembered.
-func (am *analysisMemo) analyze(cmd string, d shellcheck.Dialect) (*shellcheck.Analysis, error) {
-	if am == nil {
-		return shellcheck.AnalyzeDialects(cmd, d)
-	}
-	for _, e := range am.entries {
-		if e.cmd == cmd && e.dialects == d {
-			return e.an, nil
-		}
-	}
-	an, err := shellcheck.AnalyzeDialects(cmd, d)
-	if err == nil {
-		am.entries = append(am.entries, analysisEntry{cmd: cmd, dialects: d, an: an})
-	}
-	return an, err
-}
-
-// checkShell applies the shell rules.
-func (h *Hook) checkShell(m *pathguard.Memo, am *analysisMemo, tool string, kind shellKind, call *hooks.Call,
-	bases []string) hooks.Verdict {
+// checkShell applies the shell rules; with st, it matches the ask rules
+// too (see askState).
+func (h *Hook) checkShell(m *pathguard.Memo, tool string, kind shellKind, call *hooks.Call,
+	bases []string, st *askState) hooks.Verdict {
 	if !h.allowShell {
 		return hooks.Deny(RuleShellDisabled, fmt.Sprintf("Tool %q is a shell tool and allowShell is false.", tool))
 	}
 	if kind == codeExecTool {
-		if len(h.askCommands) > 0 {
-			return hooks.Deny(RuleAskCommands, fmt.Sprintf(
-				"Tool %q runs code that cannot be read, so it may run a command that needs approval.", tool))
-		}
 		if !h.allowAll {
 			return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
 				"Tool %q runs code that cannot be analysed; only an allow-list of exactly [\"*\"] permits it.", tool))
+		}
+		if st.open() && len(h.askCommands) > 0 {
+			st.set(hooks.Deny(RuleAskCommands, fmt.Sprintf(
+				"Tool %q runs code that cannot be read, so it may run a command that needs approval.", tool)))
 		}
 		return hooks.Allow
 	}
@@ -102,7 +58,7 @@ func (h *Hook) checkShell(m *pathguard.Memo, am *analysisMemo, tool string, kind
 		return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Tool %q has no string \"command\" argument to check.", tool))
 	}
 	for _, c := range cmds {
-		if v := h.checkCommand(m, am, c, bases); !v.Allowed {
+		if v := h.checkCommand(m, c, bases, st); !v.Allowed {
 			return v
 		}
 	}
@@ -114,40 +70,60 @@ const maxBases = 8
 
 // checkCommand checks one command line against the policy: the single entry
 // point for a shell command, whoever runs it. bases are the directories its
-// relative words resolve against (the workspace when empty).
-func (h *Hook) checkCommand(m *pathguard.Memo, am *analysisMemo, cmd string, bases []string) hooks.Verdict {
+// relative words resolve against (the workspace when empty). With st it
+// matches the ask rules too (see askState).
+func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string, st *askState) hooks.Verdict {
 	if len(bases) == 0 && h.res != nil {
 		bases = []string{h.res.Real}
 	}
-	an, err := am.analyze(cmd, h.dialects)
+	an, err := shellcheck.AnalyzeDialects(cmd, h.dialects)
 	if err != nil {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Shell command %q cannot be checked: %v.", short(cmd), err))
 	}
 	if len(an.Commands) == 0 && len(an.Redirects) == 0 && len(an.Unverifiable) == 0 {
 		return hooks.Allow
 	}
-	if v := h.checkCommandNames(an, cmd); !v.Allowed {
+	if v := h.checkCommandNames(an, cmd, st); !v.Allowed {
 		return v
 	}
 	if len(an.Unverifiable) > 0 && !h.allowAll {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
 			"Shell command %q cannot be checked statically: %s.", short(cmd), an.Unverifiable[0]))
 	}
-	if h.res == nil || (!h.workspaceOnly && len(h.forbidden) == 0) {
-		return hooks.Allow
+	switch {
+	case h.res == nil:
+	case h.workspaceOnly || len(h.forbidden) > 0:
+		return h.checkCommandPaths(m, an, cmd, bases, h.allowAll, st)
+	case h.askingPaths(st):
+		// Only the ask rules read the paths: what would deny asks.
+		st.walkOnly(true)
+		v := h.checkCommandPaths(m, an, cmd, bases, true, st)
+		st.walkOnly(false)
+		if !v.Allowed {
+			st.set(v)
+		}
 	}
+	return hooks.Allow
+}
+
+// checkCommandPaths checks the paths of an analysed command line: its
+// working directories, words and redirection targets, resolved against
+// each base. allowAll keeps the first maxBases bases of a command that
+// changes directory too often instead of denying it.
+func (h *Hook) checkCommandPaths(m *pathguard.Memo, an *shellcheck.Analysis, cmd string, bases []string, allowAll bool,
+	st *askState) hooks.Verdict {
 	// Working directories: the tool's, plus every cd/pushd target.
 	for _, d := range an.Dirs {
 		n := len(bases)
 		for _, b := range bases[:n] {
-			real, v, ok := h.checkPath(m, d, b)
+			real, v, ok := h.checkPath(m, d, b, st, "")
 			if !ok {
 				return v
 			}
 			bases = append(bases, real)
 		}
 		if len(bases) > maxBases {
-			if !h.allowAll {
+			if !allowAll {
 				return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
 					"Shell command %q changes directory too often to check its relative paths.", short(cmd)))
 			}
@@ -156,17 +132,17 @@ func (h *Hook) checkCommand(m *pathguard.Memo, am *analysisMemo, cmd string, bas
 	}
 	for _, b := range bases {
 		for _, w := range an.Words {
-			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, b, cmd, st); !v.Allowed {
 				return v
 			}
 			if w.Recursive {
-				if v := h.checkBeneath(m, w, b, cmd); !v.Allowed {
+				if v := h.checkBeneath(m, w, b, cmd, st); !v.Allowed {
 					return v
 				}
 			}
 		}
 		for _, r := range an.Redirects {
-			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, b, cmd, st); !v.Allowed {
 				return v
 			}
 		}
@@ -175,14 +151,12 @@ func (h *Hook) checkCommand(m *pathguard.Memo, am *analysisMemo, cmd string, bas
 }
 
 // checkCommandNames checks every simple command of an analysed command line
-// against the ask commands (in an asker: a command that cannot be read asks
-// too) and the allow-list.
-func (h *Hook) checkCommandNames(an *shellcheck.Analysis, cmd string) hooks.Verdict {
+// against the allow-list and, with st, the ask commands (a command line
+// that cannot be read statically matches them too).
+func (h *Hook) checkCommandNames(an *shellcheck.Analysis, cmd string, st *askState) hooks.Verdict {
 	for _, c := range an.Commands {
-		for _, p := range h.askCommands {
-			if MatchCommand(p, c.Text) {
-				return hooks.Deny(RuleAskCommands, fmt.Sprintf("Shell command %q matches %q, which needs approval.", c.Text, p))
-			}
+		if st.open() {
+			h.askCommand(c.Text, st)
 		}
 		if !h.commandAllowed(c.Text) {
 			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
@@ -194,20 +168,30 @@ func (h *Hook) checkCommandNames(an *shellcheck.Analysis, cmd string) hooks.Verd
 				c.Text, c.Risky))
 		}
 	}
-	if len(an.Unverifiable) > 0 && len(h.askCommands) > 0 {
-		return hooks.Deny(RuleAskCommands, fmt.Sprintf(
-			"Shell command %q cannot be read statically (%s), so it may run a command that needs approval.", short(cmd), an.Unverifiable[0]))
+	if len(an.Unverifiable) > 0 && st.open() && len(h.askCommands) > 0 {
+		st.set(hooks.Deny(RuleAskCommands, fmt.Sprintf(
+			"Shell command %q cannot be read statically (%s), so it may run a command that needs approval.", short(cmd), an.Unverifiable[0])))
 	}
 	return hooks.Allow
 }
 
+// askCommand matches one command's text against the ask commands.
+func (h *Hook) askCommand(text string, st *askState) {
+	for _, p := range h.askCommands {
+		if MatchCommand(p, text) {
+			st.set(hooks.Deny(RuleAskCommands, fmt.Sprintf("Shell command %q matches %q, which needs approval.", text, p)))
+			return
+		}
+	}
+}
+
 // checkWord checks one shell word and, for a glob, everything it can
 // expand to (shellcheck.Expand).
-func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, cmd string) hooks.Verdict {
+func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, cmd string, st *askState) hooks.Verdict {
 	if value == "" {
 		return hooks.Allow
 	}
-	if _, v, ok := h.checkPath(m, value, base); !ok {
+	if _, v, ok := h.checkPath(m, value, base, st, cmd); !ok {
 		return shellVerdict(v, cmd)
 	}
 	if glob == "" {
@@ -226,7 +210,7 @@ func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, 
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be checked: %v.", value, short(cmd), err))
 	}
 	for _, match := range matches {
-		if _, v, ok := h.checkPath(m, match, base); !ok {
+		if _, v, ok := h.checkPath(m, match, base, st, cmd); !ok {
 			return shellVerdict(v, cmd)
 		}
 	}
@@ -294,8 +278,8 @@ const maxBeneath = 20000
 // its target. For git, .git directories are skipped and a revision (a word
 // naming no file) stands for the whole repository. A tree too large to walk
 // is denied.
-func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd string) hooks.Verdict {
-	real, v, ok := h.checkPath(m, w.Value, base)
+func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd string, st *askState) hooks.Verdict {
+	real, v, ok := h.checkPath(m, w.Value, base, st, cmd)
 	if !ok {
 		return shellVerdict(v, cmd)
 	}
@@ -313,7 +297,7 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 	}
 	var deny *hooks.Verdict
 	err = pathguard.WalkTree(real, maxBeneath, w.Git, func(p string) (string, error) {
-		target, v, ok := h.checkPath(m, p, base)
+		target, v, ok := h.checkPath(m, p, base, st, cmd)
 		if !ok {
 			deny = &v
 			return "", errBeneathDenied
@@ -323,18 +307,32 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 		}
 		return "", nil
 	}, func(p string) error {
-		if len(h.forbidden) == 0 {
+		ask := h.askingPaths(st)
+		if len(h.forbidden) == 0 && !ask {
 			return nil
 		}
 		q := p
 		if h.fold {
 			q = strings.ToLower(q)
 		}
-		if g, ok := h.matchForbidden(q, base, q); ok {
+		var pf pathForms
+		h.forms(&pf, q, base, q)
+		if g, ok := matchGlobs(h.forbidden, &pf); ok {
 			v := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
 				"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", cmd, w.Value, p, g))
 			deny = &v
 			return errBeneathDenied
+		}
+		if ask {
+			if g, ok := matchGlobs(h.askPaths, &pf); ok {
+				v := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
+					"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", cmd, w.Value, p, g))
+				if st.only { // the walk is the ask rules' alone: its first match ends it
+					deny = &v
+					return errBeneathDenied
+				}
+				st.set(shellVerdict(v, cmd))
+			}
 		}
 		return nil
 	})
