@@ -149,7 +149,7 @@ var soundnessCommands = []string{
 
 // askCalls are the calls of the differential test: every route a path or a
 // command reaches the rules by.
-func askCalls(t testing.TB, f fixture) []*hooks.Call {
+func askCalls(t testing.TB) []*hooks.Call {
 	t.Helper()
 	var calls []*hooks.Call
 	add := func(tool string, args map[string]any) { calls = append(calls, hooks.NewCall(tool, obj(t, args))) }
@@ -207,7 +207,7 @@ func requireSameAsTwoPass(t testing.TB, h *Hook, tp *twoPass, call *hooks.Call) 
 
 func TestAskSinglePassAgreesWithTwoPasses(t *testing.T) {
 	f := askFixture(t)
-	calls := askCalls(t, f)
+	calls := askCalls(t)
 	asked := map[string]int{}
 	for _, v := range askVariants(f) {
 		t.Run(v.name, func(t *testing.T) {

@@ -208,14 +208,6 @@ func (h *Hook) forms(pf *pathForms, raw, base, real string) {
 	}
 }
 
-// matchForbidden matches the raw path, its lexical absolute form and its
-// real path against every forbidden glob.
-func (h *Hook) matchForbidden(raw, base, real string) (string, bool) {
-	var pf pathForms
-	h.forms(&pf, raw, base, real)
-	return matchGlobs(h.forbidden, &pf)
-}
-
 // matchGlobs returns the first of globs that one of the forms pf matches.
 func matchGlobs(globs []forbiddenGlob, pf *pathForms) (string, bool) {
 	cands, sets := pf.cands[:pf.n], &pf.sets

@@ -7,7 +7,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 )
 
-// TestPrefiltersNeverRejectAMatch checks the cheap tests matchForbidden runs
+// TestPrefiltersNeverRejectAMatch checks the cheap tests matchGlobs runs
 // before doublestar: every name a pattern matches starts with the pattern's
 // literalPrefix and contains its requiredLiteral, so the prefilters can only
 // skip patterns that would not have matched.
@@ -138,7 +138,7 @@ func FuzzMatchCommand(f *testing.F) {
 	})
 }
 
-// FuzzByteSetPrefilter checks the byte-set test matchForbidden runs before
+// FuzzByteSetPrefilter checks the byte-set test matchGlobs runs before
 // strings.Contains: whenever lit occurs in s, s's bytes cover lit's.
 func FuzzByteSetPrefilter(f *testing.F) {
 	f.Add("/ws/secret-1/f", "secret-1")
