@@ -340,7 +340,11 @@ func (a *analyzer) visit(n syntax.Node) bool {
 		}
 	case *syntax.FuncDecl:
 		// Bodies are walked; a function can shadow a command name, but its
-		// body is checked as if it ran.
+		// body is checked as if it ran. A declaration whose name bash and
+		// dash would not take ("()0>0") is a line they reject as a whole.
+		if n.Name == nil || !syntax.ValidName(n.Name.Value) {
+			a.unverifiable("the function declaration %q has no valid name", firstLine(a.src(n)))
+		}
 	case *syntax.Stmt:
 		if n.Coprocess || n.Disown {
 			a.unverifiable("the statement %q uses a non-bash job operator", firstLine(a.src(n)))

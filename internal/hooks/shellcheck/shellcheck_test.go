@@ -58,7 +58,7 @@ func TestAnalyzeReportsUnverifiable(t *testing.T) {
 		"echo $((1+1))", "cat $F", "exec 3>x", "declare -x A=1", "xargs rm", "bash script.sh",
 		"echo x | sh", "zsh -c ls", "env A=1 ls", "find . -exec rm {} ;", "git -c a=b log",
 		"cd", "trap 'rm x' EXIT", "set -k", `printf -v 'a[$(id)]' x`, "for f in a; do echo; done",
-		"[[ $a -eq 1 ]]", "sudo -s", "echo {1..999}{1..999}",
+		"[[ $a -eq 1 ]]", "sudo -s", "echo {1..999}{1..999}", "()0>0",
 	} {
 		a, err := Analyze(cmd)
 		if err != nil {
