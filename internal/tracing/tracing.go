@@ -17,9 +17,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// InstrumentationName names the tracer of the gateway's spans.
-const InstrumentationName = "github.com/toolhooks/toolhooks"
-
 // propagator is the W3C Trace Context format.
 var propagator = propagation.TraceContext{}
 
@@ -77,14 +74,4 @@ func (t Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	propagator.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
 	return next.RoundTrip(r)
-}
-
-// TraceID returns the hex trace id of the span context of ctx, or "" when
-// it carries none.
-func TraceID(ctx context.Context) string {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return ""
-	}
-	return sc.TraceID().String()
 }
