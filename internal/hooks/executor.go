@@ -458,14 +458,12 @@ func (e *Executor) beforeFrom(ctx context.Context, call *Call, res *Result, star
 			deny(res, DenialText+ContextHookName, cancelled(ctx, en.name))
 			return 0, false, true
 		}
-		var v Verdict
-		var err error
-		if e.tracer == nil {
-			v, err = en.hook.Before(ctx, call)
-		} else {
-			var hctx context.Context
+		hctx := ctx
+		if e.tracer != nil {
 			hctx, span = e.startHook(ctx, en)
-			v, err = en.hook.Before(hctx, call)
+		}
+		v, err := en.hook.Before(hctx, call)
+		if span != nil {
 			endHook(span, en, v, err)
 			span = nil
 		}
