@@ -34,6 +34,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/sandbox"
 	"github.com/toolhooks/toolhooks/internal/standalone"
 	"github.com/toolhooks/toolhooks/internal/tools"
+	"github.com/toolhooks/toolhooks/internal/tracing/otlp"
 )
 
 func main() {
@@ -136,6 +137,11 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.StringVar(&f.pluginTokenFile, "plugin-token-file", "",
 		"present the token in this file (a projected ServiceAccount token, re-read when it rotates) "+
 			"as a bearer token to HTTP plugins; when it cannot be read, plugin calls fail")
+	fs.Usage = func() {
+		_, _ = fmt.Fprintf(fs.Output(), "Usage of gateway:\n")
+		fs.PrintDefaults()
+		_, _ = fmt.Fprint(fs.Output(), tracingUsage)
+	}
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -252,9 +258,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if f.gogc > 0 {
-		debug.SetGCPercent(f.gogc)
+	traces, err := setupRuntime(ctx, f, log)
+	if err != nil {
+		return err
 	}
+	defer flushTraces(traces, log) // last: after the servers and plugins have stopped
 	reg := gateway.NewRegistry()
 	pluginHost, err := newPluginHost(f, reg, log)
 	if err != nil {
@@ -384,6 +392,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
+}
+
+// tracingUsage ends the usage text: tracing is configured by the standard
+// OpenTelemetry environment variables, not by flags.
+const tracingUsage = `
+Tracing (off by default) is configured by the OpenTelemetry environment variables:
+  OTEL_TRACES_EXPORTER=otlp, or OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+  switch on the export of decision spans over OTLP/HTTP (protobuf); OTEL_TRACES_EXPORTER=none
+  or OTEL_SDK_DISABLED=true keep it off. OTEL_SERVICE_NAME (default toolhooks-gateway),
+  OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG), OTEL_EXPORTER_OTLP_HEADERS and the other
+  OTEL_EXPORTER_OTLP_* and OTEL_BSP_* variables apply as the OpenTelemetry SDK reads them.
+  Spans carry tool names, outcomes, hooks, policies and rules, never arguments or results.
+`
+
+// setupRuntime sets the garbage collector percentage and starts tracing as
+// the environment says. It must run before anything builds a hook executor:
+// executors use the TracerProvider installed here.
+func setupRuntime(ctx context.Context, f flags, log *slog.Logger) (*otlp.Tracing, error) {
+	if f.gogc > 0 {
+		debug.SetGCPercent(f.gogc)
+	}
+	traces, err := otlp.Start(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("Decision tracing", traces.LogAttrs()...)
+	return traces, nil
+}
+
+// flushTraces exports the spans still buffered and stops the exporter.
+func flushTraces(t *otlp.Tracing, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		log.Warn("Flushing the last spans failed", "error", err)
+	}
 }
 
 // shutdown stops the servers, waiting up to timeout for calls in flight.

@@ -96,7 +96,7 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 		entries = nil
 	} else {
 		exec, err = hooks.NewExecutor(entries, s.tools, hooks.WithToolTimeout(s.opts.ToolTimeout), hooks.WithLogger(s.log),
-			hooks.WithApprover(s.opts.Approver))
+			hooks.WithApprover(s.opts.Approver), s.tracerOption())
 	}
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

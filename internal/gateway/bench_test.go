@@ -17,6 +17,10 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -93,12 +97,19 @@ func (benchReviewer) AuthenticateToken(_ context.Context, tok string) (*hooks.Id
 // benchGateway returns a gateway with the benchmark chain in force and the
 // request bodies of benchCalls over 64 sessions.
 func benchGateway(b *testing.B) (*gateway.Server, [][]byte) {
+	return benchGatewayTraced(b, nil)
+}
+
+// benchGatewayTraced is benchGateway with its decisions traced by tp (nil:
+// the global provider, which nothing installed).
+func benchGatewayTraced(b *testing.B, tp oteltrace.TracerProvider) (*gateway.Server, [][]byte) {
 	ws := b.TempDir()
 	if err := os.MkdirAll(filepath.Join(ws, "src"), 0o755); err != nil {
 		b.Fatal(err)
 	}
 	srv, err := gateway.New(gateway.Options{Workspace: ws, Audit: audit.NewJSONSink(io.Discard), Logger: discardLogger(),
-		Callers: &authn.Request{Tokens: authn.NewCached(authn.Union{benchReviewer{}}, time.Hour, 10000)}})
+		Callers:        &authn.Request{Tokens: authn.NewCached(authn.Union{benchReviewer{}}, time.Hour, 10000)},
+		TracerProvider: tp})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -206,6 +217,23 @@ func benchDecisions(b *testing.B, parallelism int) {
 // the /v1/decisions handler called directly, without network or client.
 func BenchmarkDecisionHandler(b *testing.B) {
 	srv, bodies := benchGateway(b)
+	benchDecisionHandler(b, srv, bodies, "")
+}
+
+// BenchmarkDecisionHandlerTraced is BenchmarkDecisionHandler with tracing
+// on: every decision sampled (AlwaysSample) and its spans handed to an
+// exporter that drops them, each request with a caller's traceparent.
+func BenchmarkDecisionHandlerTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	srv, bodies := benchGatewayTraced(b, tp)
+	benchDecisionHandler(b, srv, bodies, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+}
+
+// benchDecisionHandler posts bodies to the /v1/decisions handler of srv,
+// with traceparent unless it is empty.
+func benchDecisionHandler(b *testing.B, srv *gateway.Server, bodies [][]byte, traceparent string) {
 	h := srv.Handler()
 	var next atomic.Uint64
 	b.ReportAllocs()
@@ -215,6 +243,9 @@ func BenchmarkDecisionHandler(b *testing.B) {
 			req := httptest.NewRequest(http.MethodPost, "/v1/decisions", bytes.NewReader(bodies[next.Add(1)%uint64(len(bodies))]))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", benchAuthorization)
+			if traceparent != "" {
+				req.Header.Set("Traceparent", traceparent)
+			}
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, req)
 			if w.Code != http.StatusOK {

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
@@ -150,6 +151,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// Logger logs the gateway's own events; nil means slog.Default().
 	Logger *slog.Logger
+	// TracerProvider makes the spans of the gateway's decisions; nil means
+	// the global provider as it is when a configuration is applied, which
+	// traces nothing unless one was installed (see package tracing/otlp).
+	TracerProvider trace.TracerProvider
 	// ToolTraits declare the path arguments and read-only tools among Tools
 	// beyond the built-ins (upstream MCP tools); every AutonomyPolicy adds them.
 	ToolTraits hooks.ToolTraits
@@ -348,7 +353,16 @@ func (s *Server) noPolicyExecutor(reason string) (*hooks.Executor, error) {
 	return hooks.NewExecutor([]hooks.Entry{
 		{Hook: audit.New(s.opts.Audit, audit.WithDecisionLog(s.opts.DecisionLog))},
 		{Hook: noPolicy{reason: reason}},
-	}, nil, hooks.WithLogger(s.log))
+	}, nil, hooks.WithLogger(s.log), s.tracerOption())
+}
+
+// tracerOption passes the configured TracerProvider to an executor; without
+// one the executor uses the global provider.
+func (s *Server) tracerOption() hooks.Option {
+	if s.opts.TracerProvider == nil {
+		return func(*hooks.Executor) {}
+	}
+	return hooks.WithTracerProvider(s.opts.TracerProvider)
 }
 
 // DenyEverything puts the no-policy chain in force with reason, dropping

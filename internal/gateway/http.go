@@ -19,6 +19,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/strictjson"
+	"github.com/toolhooks/toolhooks/internal/tracing"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
@@ -59,7 +60,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s", r.URL.Path))
 	})
-	return s.recoverer(mux)
+	return s.recoverer(tracing.Middleware(mux))
 }
 
 // recoverer answers 500 instead of dropping the connection when a handler panics.

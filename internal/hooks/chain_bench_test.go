@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
@@ -52,6 +55,22 @@ func builtinChain(b *testing.B, ws string) []hooks.Entry {
 // after phase that settles the budget and writes the audit record to a
 // discarding sink) through the built-in chain on the issue's three calls.
 func BenchmarkBuiltinChain(b *testing.B) {
+	benchBuiltinChain(b)
+}
+
+// BenchmarkBuiltinChainTraced is BenchmarkBuiltinChain with tracing on:
+// every decision sampled (AlwaysSample) and its spans handed to an exporter
+// that drops them.
+func BenchmarkBuiltinChainTraced(b *testing.B) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithSyncer(tracetest.NewNoopExporter()))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	benchBuiltinChain(b, hooks.WithTracerProvider(tp))
+}
+
+// benchBuiltinChain runs the calls of BenchmarkBuiltinChain through an
+// executor built with opts.
+func benchBuiltinChain(b *testing.B, opts ...hooks.Option) {
 	ws := b.TempDir()
 	if err := os.MkdirAll(filepath.Join(ws, "src", "pkg", "sub"), 0o755); err != nil {
 		b.Fatal(err)
@@ -59,7 +78,7 @@ func BenchmarkBuiltinChain(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(ws, "src", "pkg", "sub", "main.go"), []byte("package sub\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	e := mustExecutor(b, builtinChain(b, ws), nil)
+	e := mustExecutor(b, builtinChain(b, ws), nil, opts...)
 	calls := []struct{ name, tool, args string }{
 		{"no path", "web_search", `{"query":"go generics"}`},
 		{"read_file with a 4-segment path", "read_file", `{"path":"src/pkg/sub/main.go"}`},

@@ -8,6 +8,10 @@ import (
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
 )
 
@@ -76,6 +80,10 @@ type Executor struct {
 	timeout  time.Duration
 	log      *slog.Logger
 	now      func() time.Time
+	// tracer makes the decision, hook and tool spans; nil when tracing is
+	// off (see WithTracerProvider). tracerSet records that the option was given.
+	tracer    trace.Tracer
+	tracerSet bool
 }
 
 // entry is an Entry prepared once so that the per-call path does no work that
@@ -124,6 +132,9 @@ func NewExecutor(entries []Entry, tools []Tool, opts ...Option) (*Executor, erro
 	}
 	for _, opt := range opts {
 		opt(e)
+	}
+	if !e.tracerSet {
+		e.tracer = tracerOf(otel.GetTracerProvider())
 	}
 	for i, en := range entries {
 		if err := en.validate(); err != nil {
@@ -219,6 +230,11 @@ func (en Entry) validate() error {
 // call must have been built by NewCall (or have Args set consistently).
 func (e *Executor) Execute(ctx context.Context, call *Call) Result {
 	var res Result
+	if e.tracer != nil {
+		var span trace.Span
+		ctx, span = e.startDecision(ctx, call, "execute")
+		defer endDecision(span, &res)
+	}
 	tool, ok := e.tools[call.Tool]
 	if !ok {
 		res.Status = StatusUnknownTool
@@ -245,6 +261,11 @@ func (e *Executor) Execute(ctx context.Context, call *Call) Result {
 // has decided yet.
 func (e *Executor) Evaluate(ctx context.Context, call *Call) Result {
 	var res Result
+	if e.tracer != nil {
+		var span trace.Span
+		ctx, span = e.startDecision(ctx, call, "evaluate")
+		defer endDecision(span, &res)
+	}
 	if e.before(ctx, call, &res) && e.approve(ctx, call, &res, false) {
 		res.Status = StatusAllowed
 		e.gate(ctx, call, &res)
@@ -409,12 +430,18 @@ func (e *Executor) before(ctx context.Context, call *Call, res *Result) bool {
 // warn), it returns done=false and next=i+1 to be called again from there.
 func (e *Executor) beforeFrom(ctx context.Context, call *Call, res *Result, start int) (next int, allowed, done bool) {
 	i := start
+	var span trace.Span // the hook span in progress, if tracing
 	defer func() {
 		r := recover()
 		if r == nil {
 			return
 		}
 		en := &e.entries[i]
+		if span != nil {
+			span.SetAttributes(AttrVerdict.String(VerdictPanic))
+			span.SetStatus(codes.Error, "hook panicked")
+			span.End()
+		}
 		e.log.ErrorContext(ctx, "Before hook panicked", "hook", en.name, "tool", call.Tool,
 			"correlationId", call.CorrelationID, "failOpen", en.failOpen, "panic", r, "stack", string(debug.Stack()))
 		next, allowed, done = i+1, false, false
@@ -431,7 +458,15 @@ func (e *Executor) beforeFrom(ctx context.Context, call *Call, res *Result, star
 			deny(res, DenialText+ContextHookName, cancelled(ctx, en.name))
 			return 0, false, true
 		}
-		v, err := en.hook.Before(ctx, call)
+		hctx := ctx
+		if e.tracer != nil {
+			hctx, span = e.startHook(ctx, en)
+		}
+		v, err := en.hook.Before(hctx, call)
+		if span != nil {
+			endHook(span, en, v, err)
+			span = nil
+		}
 		switch {
 		case err != nil:
 			if en.failOpen {
@@ -546,6 +581,11 @@ func (e *Executor) runTool(ctx context.Context, tool Tool, call *Call, res *Resu
 	}
 	guard := e.newGuard(call)
 	tctx = WithGuard(tctx, guard)
+	if e.tracer != nil {
+		var span trace.Span
+		tctx, span = e.tracer.Start(tctx, SpanTool, trace.WithAttributes(AttrTool.String(call.Tool)))
+		defer endTool(span, res)
+	}
 	start := e.now()
 	var o toolOutcome
 	if e.timeout > 0 {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolhooks/toolhooks/internal/authn"
 	"github.com/toolhooks/toolhooks/internal/compile"
@@ -86,6 +87,8 @@ type envOptions struct {
 	tweak func(*mcpgate.Options)
 	// approver records the gateway's requests for approval (nil: none).
 	approver hooks.Approver
+	// tracerProvider makes the gateway's spans (nil: none).
+	tracerProvider trace.TracerProvider
 }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -112,7 +115,8 @@ func newEnvIn(t *testing.T, ws string, o envOptions) *env {
 	}
 	e := &env{t: t, ws: ws, audit: &audit.Memory{}}
 	opts := gateway.Options{Workspace: ws, Audit: e.audit, Logger: discard(), ToolTimeout: o.toolTimeout,
-		MaxFileBytes: o.maxFileBytes, Callers: &authn.Request{AllowAnonymous: o.anonymous}, Approver: o.approver}
+		MaxFileBytes: o.maxFileBytes, Callers: &authn.Request{AllowAnonymous: o.anonymous}, Approver: o.approver,
+		TracerProvider: o.tracerProvider}
 	if !o.noAuth {
 		toks, err := authn.ParseStaticTokens([]byte(tokensYAML))
 		if err != nil {

@@ -56,6 +56,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/tracing"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
 
@@ -228,6 +229,11 @@ func Mount(gw http.Handler, h *Handler) http.Handler {
 // callTool runs one tools/call through the gateway.
 func (h *Handler) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	call := callOf(req)
+	if req.Extra != nil {
+		// The decision span is a child of the traceparent of the HTTP
+		// request that carried the call.
+		ctx = tracing.Extract(ctx, req.Extra.Header)
+	}
 	if token := req.Params.GetProgressToken(); token != nil {
 		notifyCtx, session := ctx, req.Session
 		ctx = withProgress(ctx, func(p *mcp.ProgressNotificationParams) {

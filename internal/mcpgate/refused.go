@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/tracing"
 )
 
 // auditUnknownTools runs a tools/call of a tool the endpoint does not serve
@@ -38,5 +39,5 @@ func (h *Handler) refuseTooLarge(r *http.Request, limit int64) {
 	call := &hooks.Call{Args: map[string]any{}, SessionID: r.Header.Get("Mcp-Session-Id"), ChannelID: ChannelID}
 	call.Caller = callerOf(auth.TokenInfoFromContext(r.Context()))
 	call.SenderID = call.Caller.Username
-	h.gw.RefuseTooLargeMCP(r.Context(), call, limit)
+	h.gw.RefuseTooLargeMCP(tracing.Extract(r.Context(), r.Header), call, limit)
 }

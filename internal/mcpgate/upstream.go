@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/strictjson"
+	"github.com/toolhooks/toolhooks/internal/tracing"
 )
 
 // reconnectBackoff is how long an upstream whose connection attempt failed
@@ -173,8 +174,12 @@ func (u *upstream) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		tr = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	default:
 		tr = &mcp.StreamableClientTransport{
-			Endpoint:   u.cfg.HTTP.URL,
-			HTTPClient: &http.Client{Transport: headerTransport{headers: u.cfg.HTTP.Headers, next: u.httpTransport()}},
+			Endpoint: u.cfg.HTTP.URL,
+			// The trace context of each call (its tool span, or the caller's
+			// traceparent) goes upstream with the call's requests.
+			HTTPClient: &http.Client{Transport: tracing.Transport{
+				Next: headerTransport{headers: u.cfg.HTTP.Headers, next: u.httpTransport()},
+			}},
 			MaxRetries: -1,
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/tracing"
 )
 
 // httpTransport POSTs each request's JSON envelope to the plugin's URL and
@@ -85,6 +86,7 @@ func (t *httpTransport) call(ctx context.Context, method string, pr *params) (js
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
+	tracing.Inject(ctx, req.Header)
 	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

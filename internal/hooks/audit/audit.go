@@ -31,6 +31,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
@@ -108,6 +110,10 @@ type Record struct {
 	ArgumentLength int
 	// ResultLength is the length in bytes of the text returned to the caller.
 	ResultLength int
+	// TraceID is the W3C trace id (32 hex digits) of the call's span
+	// context, empty when the call was neither traced nor sent with a
+	// traceparent; sinks write it as traceId only when it is set.
+	TraceID string
 	// Arguments are the call's masked canonical arguments, in the call's
 	// record (PhaseCompleted) when the decision log is on; nil otherwise.
 	Arguments *Arguments
@@ -175,7 +181,7 @@ func (m *Memory) Started() []Record {
 // SlogSink writes each record as one log/slog record at level Info with
 // message Message (MessageStarted for a decision record) and lowerCamel keys
 // (JSONSink writes the same JSON without log/slog): callId, tool, sessionId, channelId, senderId,
-// correlationId, streaming, outcome, denial, warnings, durationMs,
+// correlationId, traceId (when set), streaming, outcome, denial, warnings, durationMs,
 // argumentLength, resultLength. The record's time is the slog time.
 type SlogSink struct {
 	h slog.Handler
@@ -198,6 +204,9 @@ func (s *SlogSink) Emit(ctx context.Context, r Record) error {
 		slog.String("senderId", r.SenderID),
 		slog.String("correlationId", r.CorrelationID),
 	)
+	if r.TraceID != "" {
+		rec.AddAttrs(slog.String("traceId", r.TraceID))
+	}
 	if r.SenderUID != "" {
 		rec.AddAttrs(slog.String("senderUid", r.SenderUID))
 	}
@@ -306,6 +315,7 @@ func (a *AuditLog) BeforeTool(ctx context.Context, call *hooks.Call, res *hooks.
 	id := newCallID()
 	r := a.record(call, res)
 	r.Phase, r.CallID, r.Outcome = PhaseStarted, id, hooks.StatusAllowed
+	r.TraceID = traceID(ctx)
 	if err := a.sink.Emit(ctx, r); err != nil {
 		return fmt.Errorf("writing the decision record: %w", err)
 	}
@@ -325,6 +335,7 @@ func (a *AuditLog) After(ctx context.Context, call *hooks.Call, res *hooks.Resul
 // TryAfter emits the call's record and returns the sink's error.
 func (a *AuditLog) TryAfter(ctx context.Context, call *hooks.Call, res *hooks.Result) error {
 	r := a.record(call, res)
+	r.TraceID = traceID(ctx)
 	if a.args != nil {
 		r.Arguments = a.args(ctx, call)
 	}
@@ -337,6 +348,14 @@ func (a *AuditLog) TryAfter(ctx context.Context, call *hooks.Call, res *hooks.Re
 		return fmt.Errorf("emitting audit record: %w", err)
 	}
 	return nil
+}
+
+// traceID is the trace id of the span context of ctx, or "" without one.
+func traceID(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		return sc.TraceID().String()
+	}
+	return ""
 }
 
 // callPrefix makes CallIDs unique across processes; callSeq within one.

@@ -173,6 +173,10 @@ func appendRecord(b []byte, r *Record) ([]byte, bool) {
 	b = jsonappend.String(b, r.SenderID, jsonappend.Slog)
 	b = append(b, `,"correlationId":`...)
 	b = jsonappend.String(b, r.CorrelationID, jsonappend.Slog)
+	if r.TraceID != "" {
+		b = append(b, `,"traceId":`...)
+		b = jsonappend.String(b, r.TraceID, jsonappend.Slog)
+	}
 	if r.SenderUID != "" {
 		b = append(b, `,"senderUid":`...)
 		b = jsonappend.String(b, r.SenderUID, jsonappend.Slog)

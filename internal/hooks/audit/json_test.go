@@ -66,6 +66,9 @@ func fuzzRecord(strs []string, nanos, dur, gen int64, lengths int32, streaming b
 		}
 		r.Filtering = append(r.Filtering, f)
 	}
+	if decisions%13 >= 7 {
+		r.TraceID = s(5) + s(0)
+	}
 	if decisions%11 >= 6 {
 		text, _ := json.Marshal(map[string]any{s(0): s(1), "path": s(2), "n": []any{json.Number("1.50"), nil, true}})
 		r.Arguments = &audit.Arguments{JSON: string(text), Masked: []string{"/" + s(3)}}
@@ -115,6 +118,7 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 		DurationMs     float64                 `json:"durationMs"`
 		ArgumentLength int                     `json:"argumentLength"`
 		ResultLength   int                     `json:"resultLength"`
+		TraceID        string                  `json:"traceId"`
 		Arguments      json.RawMessage         `json:"arguments"`
 		Masked         []string                `json:"maskedArguments"`
 		Omitted        string                  `json:"argumentsOmitted"`
@@ -205,6 +209,7 @@ func checkDecoded(t *testing.T, line []byte, r audit.Record) {
 			}
 		}
 	}
+	eq("traceId", got.TraceID, r.TraceID)
 	if x := r.Arguments; x != nil {
 		if string(got.Arguments) != x.JSON || !slices.Equal(got.Masked, fixAll(x.Masked)) || got.Omitted != fixUTF8(x.Omitted) {
 			t.Errorf("arguments = %s %q %q, want %+v", got.Arguments, got.Masked, got.Omitted, *x)
@@ -250,7 +255,7 @@ func FuzzJSONSinkMatchesSlog(f *testing.F) {
 	f.Add("", "\xff\xfe", "é\xc3", "日本", "\x7f", "allowed", "", "", "", "", int64(0), int64(0), int64(0), int32(0), false, uint8(0))
 	f.Add("t", "s", "c", "u", "id", "succeeded", "+05:30", "h", "r", "why", int64(-1), int64(1), int64(-1), int32(-5), false, uint8(2))
 	f.Add("t", "s", "c", "u", "id", "timed_out", "X", "h", "r", "why", int64(1<<62), int64(1<<62), int64(1<<40), int32(1<<30), true, uint8(1))
-	f.Add("k<&>", "v\u2028\xff", "/a/b", "p~/q", "tooLarge", "denied", "", "", "", "", int64(5), int64(0), int64(0), int32(2), false, uint8(6))
+	f.Add("k<&>", "v\u2028\xff", "/a/b", "p~/q", "tooLarge", "denied", "", "", "", "", int64(5), int64(0), int64(0), int32(2), false, uint8(7))
 	f.Add("k", "v", "p", "q", "tooLarge", "allowed", "", "", "", "", int64(5), int64(0), int64(0), int32(2), false, uint8(10))
 	f.Fuzz(func(t *testing.T, s0, s1, s2, s3, s4, s5, s6, s7, s8, s9 string, nanos, dur, gen int64, lengths int32,
 		streaming bool, decisions uint8) {
