@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/toolhooks/toolhooks/internal/cli"
+	"github.com/toolhooks/toolhooks/internal/testenv"
 )
 
 // replayPolicies are the policies a session is recorded under; the
@@ -155,5 +159,24 @@ func TestReplayReportsExactlyTheCallsAPolicyChangeChanges(t *testing.T) {
 	}
 	if r := runCLI(t, "replay", logFile, "--workspace", ws); r.code != 2 {
 		t.Errorf("replay without policies: exit %d, want 2", r.code)
+	}
+
+	// The changed policies applied to a cluster: --from-cluster reads them
+	// from the API server and reports the same calls.
+	env := testenv.Start(t)
+	if err := env.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "agents"}}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := env.Kubectl(t, "apply", "-n", "agents", "-f", filepath.Join(after, "policies.yaml")); err != nil {
+		t.Fatalf("kubectl apply: %v\n%s", err, out)
+	}
+	r = runCLI(t, "replay", logFile, "--from-cluster", "--kubeconfig", env.AdminKubeconfig(t), "-n", "agents",
+		"--workspace", ws, "-o", "json")
+	var fromCluster cli.ReplayReport
+	if err := json.Unmarshal([]byte(r.stdout), &fromCluster); err != nil || r.code != 0 || fromCluster.Summary != rep.Summary {
+		t.Errorf("replay --from-cluster: exit %d %v, summary %+v, want %+v\n%s", r.code, err, fromCluster.Summary, rep.Summary, r.stderr)
+	}
+	if r := runCLI(t, "replay", logFile, "--from-cluster", "-f", after, "--workspace", ws); r.code != 2 {
+		t.Errorf("replay with both -f and --from-cluster: exit %d, want 2", r.code)
 	}
 }

@@ -18,6 +18,7 @@ const replayLog = `not json at all
 {"msg":"Tool call","tool":"read_file","sessionId":"s","senderId":"alice","outcome":"denied","denial":{"allowed":false,"hook":"AuditLog","rule":"AuditFailed","reason":"disk full"},"arguments":{"path":"a.txt"}}
 {"msg":"Tool call","tool":"read_file","sessionId":"s","senderId":"alice","outcome":"succeeded"}
 {"msg":"Tool call","tool":"read_file","sessionId":"s","senderId":"alice","outcome":"succeeded","arguments":{"path":"gone/a.txt"}}
+{"msg":"Tool call","tool":"read_file","sessionId":"t","senderId":"alice","outcome":"succeeded","arguments":{"path":"link/a.txt"}}
 `
 
 // TestReplayComparesEachSide checks the classes a replay tells apart: an
@@ -30,6 +31,10 @@ func TestReplayComparesEachSide(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A symlink whose target is gone since the call was recorded.
+	if err := os.Symlink(filepath.Join(ws, "moved-away"), filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
 	policy := "apiVersion: policy.toolhooks.dev/v1alpha1\nkind: ContractPolicy\nmetadata: {name: c}\n" +
 		"spec: {maxToolCalls: 3, ask: {tools: [deploy]}}\n"
 	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(policy), 0o600); err != nil {
@@ -39,7 +44,7 @@ func TestReplayComparesEachSide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(calls) != 5 || calls[0].Source != "log:4" {
+	if len(calls) != 6 || calls[0].Source != "log:4" {
 		t.Fatalf("read %d calls (first %+v), want the 5 call records", len(calls), calls)
 	}
 	l, err := LoadPolicies([]string{dir})
@@ -54,14 +59,15 @@ func TestReplayComparesEachSide(t *testing.T) {
 	if len(rep.Changed) != 1 || rep.Changed[0].Source != "log:5" || rep.Changed[0].Replayed.Decision != DecisionAsk {
 		t.Fatalf("changed = %+v, want the budget denial of log:5 to become an ask", rep.Changed)
 	}
-	if len(rep.Inexact) != 2 || !strings.Contains(rep.Inexact[0].Inexact[0], "AuditFailed") ||
-		!strings.Contains(rep.Inexact[1].Inexact[0], "does not exist") {
+	if len(rep.Inexact) != 3 || !strings.Contains(rep.Inexact[0].Inexact[0], "AuditFailed") ||
+		!strings.Contains(rep.Inexact[1].Inexact[0], "does not exist") ||
+		!strings.Contains(rep.Inexact[2].Inexact[0], "is a symlink whose target no longer exists") {
 		t.Errorf("not exact = %+v", rep.Inexact)
 	}
 	if len(rep.NotEvaluated) != 1 || !strings.Contains(rep.NotEvaluated[0].NotEvaluated, "decision log was off") {
 		t.Errorf("not evaluated = %+v", rep.NotEvaluated)
 	}
-	if s := rep.Summary; s.Calls != 5 || s.Changed != 1 || s.ToOrFromAsk != 1 || s.EvaluatedExact != 1 {
+	if s := rep.Summary; s.Calls != 6 || s.Changed != 1 || s.ToOrFromAsk != 1 || s.EvaluatedExact != 1 {
 		t.Errorf("summary = %+v", s)
 	}
 }
