@@ -494,11 +494,16 @@ func (d *Decoder) array() ([]any, error) {
 // Parse reads text, one JSON object, as its canonical value.
 func Parse(text string) (map[string]any, error) {
 	var m map[string]any
-	err := DecodeString(text, func(d *Decoder) error {
+	d := decoders.Get().(*Decoder)
+	d.store = append(d.store[:0], text...)
+	// Every object is read into a map, which finds a repeated key itself:
+	// the decoder need not track names as well.
+	err := d.run(d.store, true, func(d *Decoder) error {
 		var err error
 		m, err = d.ArgsObject()
 		return err
 	})
+	d.release()
 	return m, err
 }
 

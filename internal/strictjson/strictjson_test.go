@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +32,19 @@ func TestObjectKeys(t *testing.T) {
 	}
 	if err := checkObject([]byte(`{"x":1}`), Options{Keys: []string{"tool"}, AllowUnknown: true}); err != nil {
 		t.Errorf("an unknown key was rejected with AllowUnknown: %v", err)
+	}
+}
+
+// TestParseRejectsRepeatedKeysAtEveryDepth checks Parse, which reads every
+// object into a map, finds repeated keys itself, after unescaping.
+func TestParseRejectsRepeatedKeysAtEveryDepth(t *testing.T) {
+	for _, bad := range []string{`{"a":1,"a":2}`, `{"a":1,"\u0061":2}`, `{"x":{"b":1,"b":1}}`, `{"x":[{"c":null,"c":null}]}`,
+		`{"x":[[{"d":{},"e":0,"d":[]}]]}`} {
+		if _, err := Parse(bad); !errors.Is(err, ErrStrict) || !strings.Contains(err.Error(), "more than once") {
+			t.Errorf("Parse(%s) = %v, want a repeated-key rejection", bad, err)
+		}
+	}
+	if m, err := Parse(`{"a":{"b":1},"b":{"a":1},"c":[{"a":1},{"a":2}]}`); err != nil || len(m) != 3 {
+		t.Errorf("the same key in different objects: %v %v", m, err)
 	}
 }
