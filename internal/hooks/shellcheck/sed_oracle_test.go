@@ -58,8 +58,13 @@ func (o *sedOracle) risky(t testing.TB, prog string) (risky, accepted bool) {
 	}
 	risky = false
 	for line := range strings.SplitSeq(stdout.String(), "\n") {
-		if !strings.HasPrefix(line, " ") {
-			continue // the header, or a later line of a, i or c text (printed unindented)
+		if !strings.HasPrefix(line, "  ") {
+			// The header, or a later line of a, i or c text, printed as
+			// written: commands are indented by two spaces or more.
+			continue
+		}
+		if strings.Contains(prog, "\\\n"+line) {
+			return false, false // a line of text continued after a backslash, or a command: no verdict
 		}
 		r, ok := debugLineRisky(strings.TrimSpace(line))
 		if !ok {
@@ -136,7 +141,7 @@ var sedCorpus = []string{
 	"s/[[:alpha:]/]/x/g", "1~2p;/x/,+3d", "$a text with e and w", "/start/,/end/{/x/!p}",
 	"s/hello world/bye/", "y/abc/xyz/", "=", "1!G;h;$!d", "$!N;P;D", ":a;N;$!ba;s/\\n/ /g",
 	"s/\\(a\\)/\\1/", "/x/I p", "0~4 p", "l", "q", "Q 3", "s/e/w/", "s/w/e/g", "/e/p", "/w/d",
-	"a e id", "i w out", "c r x", "s/x/y/I", "s/x/y/M",
+	"a e id", "i w out", "c r x", "s/x/y/I", "s/x/y/M", "a00\\\n w", "a x\\\n  w out",
 }
 
 // TestSedReaderMatchesGNUSed compares the reader with how GNU sed compiles
