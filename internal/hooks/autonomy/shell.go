@@ -205,11 +205,15 @@ func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, 
 		}
 		opt.Home = home
 	}
+	var listed []string
+	opt.Listed = func(dir string) { listed = append(listed, dir) }
 	matches, err := shellcheck.Expand(glob, base, opt)
 	if err != nil {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be checked: %v.", value, short(cmd), err))
 	}
-	for _, match := range matches {
+	// The shell reads the names of every directory the pattern searches:
+	// those directories are touched as much as the names it finds.
+	for _, match := range append(listed, matches...) {
 		if _, v, ok := h.checkPath(m, match, base, st, cmd); !ok {
 			return shellVerdict(v, cmd)
 		}

@@ -359,11 +359,13 @@ func (h *legacyHook) checkWord(m *pathguard.Memo, value, glob string, ext bool, 
 		}
 		opt.Home = home
 	}
+	var listed []string
+	opt.Listed = func(dir string) { listed = append(listed, dir) }
 	matches, err := shellcheck.Expand(glob, base, opt)
 	if err != nil {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be checked: %v.", value, short(cmd), err))
 	}
-	for _, match := range matches {
+	for _, match := range append(listed, matches...) {
 		if _, v, ok := h.checkPath(m, match, base); !ok {
 			return shellVerdict(v, cmd)
 		}

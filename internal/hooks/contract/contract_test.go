@@ -195,6 +195,10 @@ func TestBeforeScope(t *testing.T) {
 		{"a scoped shell with no resolvable path is denied", scoped, "shell", `{"command":"ls -la"}`, false, RuleScopedCapabilities},
 		{"a scoped shell with a cwd in scope is allowed", scoped, "shell", `{"command":"ls -la","cwd":"allowed"}`, true, ""},
 		{"a scoped shell naming a file in scope is allowed", scoped, "shell", `{"command":"cat allowed/file.txt | wc -l"}`, true, ""},
+		{"a scoped shell globbing in scope is allowed", scoped, "shell", `{"command":"cat *.txt","cwd":"allowed"}`, true, ""},
+		// dash reads the names of allowed/.. to expand this, whether or not anything matches.
+		{"a glob that makes the shell read a directory out of scope is denied", scoped, "shell",
+			`{"command":"cat .[[:punct:]]/nothing-here*","cwd":"allowed"}`, false, RuleScopedCapabilities},
 		{"a git call without cwd is denied", scoped, "git", `{"args":["status"]}`, false, RuleScopedCapabilities},
 		{"a git call with cwd in scope is allowed", scoped, "git", `{"cwd":"allowed","args":["status"]}`, true, ""},
 		{"a git -C option out of scope is denied", scoped, "git", `{"cwd":"allowed","args":["-C","/etc","status"]}`, false, RuleScopedCapabilities},

@@ -91,7 +91,9 @@ func shellPaths(cmd, base, root string) ([]string, error) {
 		if glob == "" {
 			return nil
 		}
-		matches, err := shellcheck.Expand(glob, base, shellcheck.GlobOptions{ExtGlob: ext, Home: homeOf()})
+		// The directories the pattern searches are read by the shell too.
+		opt := shellcheck.GlobOptions{ExtGlob: ext, Home: homeOf(), Listed: func(dir string) { out = append(out, dir) }}
+		matches, err := shellcheck.Expand(glob, base, opt)
 		if err != nil {
 			return fmt.Errorf("word %q: %w", v, err)
 		}

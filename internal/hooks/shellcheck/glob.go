@@ -29,6 +29,10 @@ type GlobOptions struct {
 	ExtGlob bool
 	// NoCase matches names case-insensitively (a case-insensitive file system).
 	NoCase bool
+	// Listed, when set, is told of every directory whose entries the
+	// expansion reads, as the shell reads them ("dir/.." for a pattern
+	// such as .[[:punct:]]/x*): reading a directory's names is touching it.
+	Listed func(dir string)
 }
 
 // Expand returns every existing path the shell pattern pat (a Word.Glob or
@@ -204,6 +208,9 @@ func (g *globber) readEntries(d string) ([]os.DirEntry, error) {
 	ents, err := os.ReadDir(d)
 	if err != nil {
 		return nil, nil //nolint:nilerr // not a directory: no matches, as in the shell
+	}
+	if g.opt.Listed != nil {
+		g.opt.Listed(d)
 	}
 	if ents == nil {
 		ents = []os.DirEntry{}
