@@ -45,16 +45,28 @@ func (h *Hook) checkPath(m *pathguard.Memo, p, base string, st *askState, cmd st
 	}
 	var pf pathForms
 	h.forms(&pf, p, base, real)
-	if g, ok := matchGlobs(h.forbidden, &pf); ok {
-		return "", hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
-			"Path %q (real path %q) matches the forbidden path glob %q.", p, real, g)), false
+	if v, stop := h.matchPathGlobs(&pf, st, cmd, func(g string) hooks.Verdict {
+		return hooks.Deny(RuleForbiddenPaths, fmt.Sprintf("Path %q (real path %q) matches the forbidden path glob %q.", p, real, g))
+	}); stop {
+		return "", v, false
 	}
-	if ask {
-		if g, ok := matchGlobs(h.askPaths, &pf); ok {
-			d := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
-				"Path %q (real path %q) matches the forbidden path glob %q.", p, real, g))
+	return real, hooks.Allow, true
+}
+
+// matchPathGlobs matches the forms of one path against the forbidden globs,
+// then, with st, the ask path globs; denial words the match of glob g. It
+// returns the denial that ends the walk (stop): a forbidden match, or an
+// ask match in a walk that is the ask rules' alone (see askState). Another
+// ask match is kept in st, its reason naming the shell command cmd if any.
+func (h *Hook) matchPathGlobs(pf *pathForms, st *askState, cmd string, denial func(g string) hooks.Verdict) (hooks.Verdict, bool) {
+	if g, ok := matchGlobs(h.forbidden, pf); ok {
+		return denial(g), true
+	}
+	if h.askingPaths(st) {
+		if g, ok := matchGlobs(h.askPaths, pf); ok {
+			d := denial(g)
 			if st.only {
-				return "", d, false // the walk is the ask rules' alone: its first match ends it
+				return d, true
 			}
 			if cmd != "" {
 				d = shellVerdict(d, cmd)
@@ -62,7 +74,7 @@ func (h *Hook) checkPath(m *pathguard.Memo, p, base string, st *askState, cmd st
 			st.set(d)
 		}
 	}
-	return real, hooks.Allow, true
+	return hooks.Allow, false
 }
 
 // safeDevice reports whether p is a device file every shell uses harmlessly.

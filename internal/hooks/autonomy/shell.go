@@ -321,22 +321,12 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 		}
 		var pf pathForms
 		h.forms(&pf, q, base, q)
-		if g, ok := matchGlobs(h.forbidden, &pf); ok {
-			v := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
+		if v, stop := h.matchPathGlobs(&pf, st, cmd, func(g string) hooks.Verdict {
+			return hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
 				"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", cmd, w.Value, p, g))
+		}); stop {
 			deny = &v
 			return errBeneathDenied
-		}
-		if ask {
-			if g, ok := matchGlobs(h.askPaths, &pf); ok {
-				v := hooks.Deny(RuleForbiddenPaths, fmt.Sprintf(
-					"%q reads or writes beneath %q, which holds %q, matching the forbidden path glob %q.", cmd, w.Value, p, g))
-				if st.only { // the walk is the ask rules' alone: its first match ends it
-					deny = &v
-					return errBeneathDenied
-				}
-				st.set(shellVerdict(v, cmd))
-			}
 		}
 		return nil
 	})
