@@ -227,7 +227,8 @@ func (e *Evaluator) Evaluate(ctx context.Context, c Call) (Decision, error) {
 	res := e.exec.Evaluate(ctx, call)
 	d := Decision{Allowed: res.Status == hooks.StatusAllowed, Warnings: res.Warnings}
 	den := res.Denial
-	if res.Ask != nil && (res.Status == hooks.StatusAsk || d.Allowed || (den != nil && den.Rule == hooks.RuleApprovalDenied)) {
+	// Asked about, and denied by nothing but the (recorded) approval.
+	if res.Ask != nil && (den == nil || den.Rule == hooks.RuleApprovalDenied) {
 		d.Ask, den = true, res.Ask
 	}
 	if den != nil && (!d.Allowed || d.Ask) {
