@@ -56,31 +56,43 @@ func (o *sedOracle) risky(t testing.TB, prog string) (risky, accepted bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A later line of a, i or c text is printed as written, after its
+	// command: one that starts with two blanks (or escapes that print as
+	// blanks) looks like a command. Each such line follows an escaped
+	// newline of the program, so while the program has escaped newlines
+	// left, an indented line after a text command gets no verdict.
+	continued := strings.Count(prog, "\\\n")
+	text := false
 	risky = false
 	for line := range strings.SplitSeq(stdout.String(), "\n") {
 		if !strings.HasPrefix(line, "  ") {
 			// The header, or a later line of a, i or c text, printed as
 			// written: commands are indented by two spaces or more.
+			if text {
+				continued--
+			}
 			continue
 		}
-		if strings.Contains(prog, "\\\n"+line) {
-			return false, false // a line of text continued after a backslash, or a command: no verdict
+		if text && continued > 0 {
+			return false, false // text or command: no verdict
 		}
-		r, ok := debugLineRisky(strings.TrimSpace(line))
+		cmd, r, ok := debugLineRisky(strings.TrimSpace(line))
 		if !ok {
 			return false, false // a line the canonical form leaves ambiguous: no verdict
 		}
+		text = text || cmd == 'a' || cmd == 'i' || cmd == 'c'
 		risky = risky || r
 	}
 	return risky, true
 }
 
 // debugLineRisky reads one line of sed --debug's canonical program:
-// addresses ("1", "$", "0~4", "/re/I", ",", "+3", "!"), then the command.
+// addresses ("1", "$", "0~4", "/re/I", ",", "+3", "!"), then the command,
+// whose letter it returns.
 // ok is false for an s command whose replacement holds an unescaped '/'
 // (sed prints it with '/' delimiters whatever the program used), where
 // the flags cannot be told apart from the replacement.
-func debugLineRisky(l string) (risky, ok bool) {
+func debugLineRisky(l string) (cmd byte, risky, ok bool) {
 	i := 0
 	for i < len(l) {
 		switch c := l[i]; {
@@ -98,7 +110,7 @@ func debugLineRisky(l string) (risky, ok bool) {
 		default:
 			switch c {
 			case 'e', 'r', 'R', 'w', 'W':
-				return true, true
+				return c, true, true
 			case 's':
 				// s/re/repl/flags, the delimiter escaped inside both parts.
 				var seps []int
@@ -112,14 +124,14 @@ func debugLineRisky(l string) (risky, ok bool) {
 					}
 				}
 				if len(seps) != 3 {
-					return false, false
+					return c, false, false
 				}
-				return strings.ContainsAny(l[seps[2]+1:], "ew"), true
+				return c, strings.ContainsAny(l[seps[2]+1:], "ew"), true
 			}
-			return false, true
+			return c, false, true
 		}
 	}
-	return false, true
+	return 0, false, true
 }
 
 // sedCorpus are programs the reader must get right: a command or flag that
