@@ -52,6 +52,24 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// refusals counts m's records of refused requests (hook "request") by
+// rule, under "" those of refused requests that name a sender or a tool,
+// and under "calls" every other record.
+func refusals(m *audit.Memory) map[string]int {
+	out := map[string]int{}
+	for _, r := range m.Records() {
+		switch {
+		case r.Denial == nil || r.Denial.Hook != hooks.RequestHookName:
+			out["calls"]++
+		case r.Tool != "" || (r.SenderID != "") != (r.Denial.Rule != hooks.RuleUnauthenticated && r.Denial.Rule != hooks.RuleForeignOrigin):
+			out[""]++
+		default:
+			out[r.Denial.Rule]++
+		}
+	}
+	return out
+}
+
 // lastRecord returns the newest record m holds, failing without one.
 func lastRecord(t *testing.T, m *audit.Memory) audit.Record {
 	t.Helper()

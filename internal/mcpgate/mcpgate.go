@@ -13,8 +13,8 @@
 // clients validate structuredContent against even in errors), in
 // structuredContent.denial too. A tool's failure (a *hooks.ToolError, an
 // upstream's isError result) is a tool result with isError and the tool's
-// text; a call of an unknown tool, or a request over the body limit, is
-// audited like any call.
+// text; a call of an unknown tool is audited like any call, and so is every
+// request the endpoint refuses with an HTTP error status (auditRefusals).
 //
 // Upstream MCP servers (stdio processes or streamable-HTTP URLs, see Config)
 // are connected at start; their tools join the gateway's tools as
@@ -205,8 +205,8 @@ func NewHandler(opts Options) (*Handler, error) {
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server },
 		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionIdleTimeout, JSONResponse: true})
 	edges := newCancellations().protocolEdges(limits.middleware(streamable))
-	strict := strictMessages(edges, opts.Gateway.MaxBodyBytes(), h.refuseTooLarge)
-	h.http = origins.middleware(authMiddleware(opts.Gateway.Callers(), res, strict))
+	strict := strictMessages(edges, opts.Gateway.MaxBodyBytes())
+	h.http = h.auditRefusals(origins.middleware(authMiddleware(opts.Gateway.Callers(), res, strict)))
 	return h, nil
 }
 

@@ -580,8 +580,8 @@ func TestMCPRemoteWithAnInvalidToken(t *testing.T) {
 	if !strings.Contains(out, "invalid token") || !strings.Contains(out, "registers no OAuth clients") {
 		t.Errorf("mcp-remote's output does not say the token was refused as an invalid token:\n%s", clip(out))
 	}
-	if n := len(e.audit.Records()); n != 0 {
-		t.Errorf("%d audit records of a caller whose token was refused", n)
+	if got := refusals(e.audit); len(got) != 1 || got[hooks.RuleUnauthenticated] == 0 {
+		t.Errorf("audit records of a caller whose token was refused: %v, want only refusals by rule %s", got, hooks.RuleUnauthenticated)
 	}
 }
 
