@@ -38,8 +38,8 @@ type JSONSink struct {
 	writes  chan jsonWrite // to the writer goroutine, with a timeout
 
 	stallMu sync.Mutex
-	// writing numbers the Write in progress (0: none); writeStart is when it started.
-	writing    uint64
+	// writing is set while a Write is in progress; writeStart is when it started.
+	writing    bool
 	writeStart time.Time
 	// stall is closed while the Write in progress has run past the
 	// timeout, and replaced by an open channel when that Write returns.
@@ -82,17 +82,19 @@ func NewJSONSink(w io.Writer, opts ...JSONOption) *JSONSink {
 // writer writes the records handed to it, one at a time; it lives as long
 // as the process.
 func (s *JSONSink) writer() {
-	var seq uint64
+	// One watch for every Write: a firing left over from an earlier Write
+	// finds the current one younger than the timeout and does nothing.
+	watch := time.AfterFunc(time.Hour, s.markStalled)
+	watch.Stop()
 	for w := range s.writes {
-		seq++
 		s.stallMu.Lock()
-		s.writing, s.writeStart = seq, time.Now()
+		s.writing, s.writeStart = true, time.Now()
 		s.stallMu.Unlock()
-		watch := time.AfterFunc(s.timeout, func() { s.markStalled(seq) })
+		watch.Reset(s.timeout)
 		_, err := s.w.Write(w.b)
 		watch.Stop()
 		s.stallMu.Lock()
-		s.writing = 0
+		s.writing = false
 		if s.stalled { // the writer moves again
 			s.stall, s.stalled = make(chan struct{}), false
 		}
@@ -101,11 +103,12 @@ func (s *JSONSink) writer() {
 	}
 }
 
-// markStalled marks the sink stalled if Write seq is still in progress.
-func (s *JSONSink) markStalled(seq uint64) {
+// markStalled marks the sink stalled if the Write in progress has run for
+// the timeout.
+func (s *JSONSink) markStalled() {
 	s.stallMu.Lock()
 	defer s.stallMu.Unlock()
-	if s.writing == seq && !s.stalled {
+	if s.writing && !s.stalled && time.Since(s.writeStart) >= s.timeout {
 		s.stalled = true
 		close(s.stall)
 	}
