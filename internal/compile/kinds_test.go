@@ -35,13 +35,13 @@ func TestKindsCoverEveryPolicyCRD(t *testing.T) {
 		o.SetNamespace("ns")
 		o.SetName("x")
 		k.Append(&p, o)
-		if got := k.Objects(&p); len(got) != 1 || got[0].GetName() != "x" || k.Len(&p) != 1 {
+		if got := p.Of(k.Kind); len(got) != 1 || got[0].GetName() != "x" || len(p.Of(k.Kind)) != 1 {
 			t.Errorf("%s: Objects after Append = %v", k.Kind, got)
 		}
 		l := k.NewList()
-		k.SetItems(&p, l)
-		if k.Len(&p) != 0 || len(k.ListObjects(l)) != 0 {
-			t.Errorf("%s: SetItems of an empty list left %d objects", k.Kind, k.Len(&p))
+		p.SetItems(k, l)
+		if len(p.Of(k.Kind)) != 0 || len(k.ListObjects(l)) != 0 {
+			t.Errorf("%s: SetItems of an empty list left %d objects", k.Kind, len(p.Of(k.Kind)))
 		}
 		k.Append(&p, o)
 	}

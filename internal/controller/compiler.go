@@ -191,7 +191,7 @@ func fingerprint(p compile.Policies, labels map[string]string) (inputs, selectio
 	}
 	entries := make([]entry, 0, p.Len())
 	for _, k := range compile.Kinds {
-		for _, o := range k.Objects(&p) {
+		for _, o := range p.Of(k.Kind) {
 			ok, err := compile.Selects(o.GetGatewaySelector(), labels)
 			entries = append(entries, entry{kind: k.Kind, obj: o, selected: err == nil && ok})
 		}

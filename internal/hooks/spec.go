@@ -25,6 +25,13 @@ type BuildEnv struct {
 	Workspace string
 	// Traits describe the tools the gateway serves beyond the built-in ones.
 	Traits ToolTraits
+	// Validate builds to check a spec, not to use the hook: nothing may
+	// touch the file system, and Runtime is empty.
+	Validate bool
+	// Runtime holds what kinds need of the process that builds them, each
+	// kind finding its own by type (RuntimeOf): the contract state, the
+	// plugin runtime.
+	Runtime []any
 }
 
 // ToolTraits describe tools a gateway serves beyond the built-in ones (the
