@@ -125,14 +125,7 @@ func kind[T any, P interface {
 	k.Is = func(obj Object) bool { _, ok := obj.(P); return ok }
 	k.New = func() Object { return P(new(T)) }
 	k.NewList = func() List { return LP(new(L)) }
-	k.ListObjects = func(list List) []Object {
-		s := items(list.(LP))
-		out := make([]Object, len(s))
-		for i := range s {
-			out[i] = P(&s[i])
-		}
-		return out
-	}
+	k.ListObjects = func(list List) []Object { return ObjectsOf[T, P](items(list.(LP))...) }
 	k.compile = func(ref hooks.PolicyRef, obj Object) (hooks.Spec, Common, error) { return compile(ref, obj.(P)) }
 	k.Lint = func(obj Object) []string {
 		if lint == nil {
@@ -155,11 +148,25 @@ type Policies struct {
 	byKind map[gatewayconfig.Kind][]Object
 }
 
-// PoliciesOf returns the set of objs.
-func PoliciesOf(objs ...Object) Policies {
+// PoliciesOf returns the set of the objects of groups.
+func PoliciesOf(groups ...[]Object) Policies {
 	var p Policies
-	p.Add(objs...)
+	for _, g := range groups {
+		p.Add(g...)
+	}
 	return p
+}
+
+// ObjectsOf returns pointers to items, an API type's values, as Objects.
+func ObjectsOf[T any, P interface {
+	*T
+	Object
+}](items ...T) []Object {
+	out := make([]Object, len(items))
+	for i := range items {
+		out[i] = P(&items[i])
+	}
+	return out
 }
 
 // Of returns p's objects of kind k, in order (the set's own slice).

@@ -105,12 +105,12 @@ func (f *fanout) converge() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	objs := make([]client.Object, 0, len(policies.Autonomy)+len(policies.Contracts))
-	for i := range policies.Autonomy {
-		objs = append(objs, &policies.Autonomy[i])
+	objs := make([]client.Object, 0, len(policies.Of("AutonomyPolicy"))+len(policies.Of("ContractPolicy")))
+	for _, o := range policies.Of("AutonomyPolicy") {
+		objs = append(objs, o)
 	}
-	for i := range policies.Contracts {
-		objs = append(objs, &policies.Contracts[i])
+	for _, o := range policies.Of("ContractPolicy") {
+		objs = append(objs, o)
 	}
 	for _, o := range objs {
 		f.eventually(o.GetName()+" status observing its generation", func() (bool, string) {

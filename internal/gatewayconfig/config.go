@@ -207,3 +207,18 @@ func (c *Config) Live() []hooks.LiveEntry {
 	}
 	return out
 }
+
+// SpecAs returns h's spec as a T, or the zero T when h holds no valid spec
+// of that type.
+func SpecAs[T hooks.Spec](h Hook) T {
+	var zero T
+	if h.Kind == KindAuditLog {
+		return zero
+	}
+	spec, err := h.Decode()
+	if err != nil {
+		return zero
+	}
+	t, _ := spec.(T)
+	return t
+}

@@ -65,7 +65,7 @@ func TestPoliciesBindOnlyTheServiceAccountTheyName(t *testing.T) {
 	if err := testEnv.Client.List(ctx, &cl, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	stored.Autonomy, stored.Contracts = al.Items, cl.Items
+	stored = compile.PoliciesOf(compile.ObjectsOf(al.Items...), compile.ObjectsOf(cl.Items...))
 	cfg, outcomes := compile.Compile(compile.Gateway{Namespace: ns}, stored)
 	for _, o := range outcomes {
 		if o.Err != nil {
