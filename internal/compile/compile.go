@@ -146,7 +146,7 @@ func (k *Kind) entry(ref hooks.PolicyRef, obj Object) (gatewayconfig.Hook, error
 	}
 	name := HookName(ref)
 	if _, _, err := spec.Build(&hooks.EntryRef{Name: name, Policy: ref}, &hooks.BuildEnv{Validate: true}); err != nil {
-		return gatewayconfig.Hook{}, err
+		return gatewayconfig.Hook{}, hooks.UnderField("spec", err)
 	}
 	return gatewayconfig.Hook{Name: name, Kind: k.Kind, Policy: ref, Action: action(common.Action),
 		RequireDecisionLog: common.RequireDecisionLog, Spec: gatewayconfig.MarshalSpec(spec)}, nil

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -82,4 +83,30 @@ func ExactToolNames(lists ...[]string) []string {
 type Scoped interface {
 	// Subjects returns the policy's subjects; nil binds every call.
 	Subjects() *SubjectMatcher
+}
+
+// FieldError is a spec validation error at a field path ("maxToolCalls",
+// "ask.afterCalls"), relative to the spec that holds it.
+type FieldError struct {
+	Path string
+	Err  error
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// FieldErr returns a FieldError at path with the message of format and args.
+func FieldErr(path, format string, args ...any) error {
+	return &FieldError{Path: path, Err: fmt.Errorf(format, args...)}
+}
+
+// UnderField returns err with its field path, if it has one, under parent:
+// a FieldError at "maxToolCalls" under "spec" is at "spec.maxToolCalls".
+// Other errors are returned as they are.
+func UnderField(parent string, err error) error {
+	if fe, ok := err.(*FieldError); ok {
+		return &FieldError{Path: parent + "." + fe.Path, Err: fe.Err}
+	}
+	return err
 }
