@@ -56,6 +56,7 @@ func askVariants(f fixture) []askVariant {
 	open.AllowedShellCommands = []string{"*"}
 	noPaths := func(c Config) Config {
 		c.WorkspaceOnly, c.ForbiddenPathGlobs = false, nil
+		c.ProtectedPaths = &ProtectedConfig{Lift: defaultNames()}
 		return c
 	}
 	anchored := &AskConfig{PathGlobs: []string{f.ws + "/src/pkg/**", "**/prod/**", "*.txt", "notes*", "src/a.go", "deploy"},

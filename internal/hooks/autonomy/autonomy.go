@@ -143,6 +143,9 @@ type Config struct {
 	// Ask names the calls that need a person's approval once every rule
 	// above allowed them.
 	Ask *AskConfig `json:"ask,omitempty"`
+	// ProtectedPaths changes the default protected set (DefaultProtected),
+	// which applies when it is nil: writes to those paths are denied.
+	ProtectedPaths *ProtectedConfig `json:"protectedPaths,omitempty"`
 }
 
 // AskConfig names the calls that need a person's approval: by tool name, by
@@ -180,15 +183,21 @@ type Hook struct {
 	res           *pathguard.Resolver // nil when no workspace root is configured
 	root, real    string              // the workspace root and its real path ("" without one)
 	forbidden     []forbiddenGlob
-	shellAllow    []string
-	toolAllow     []string
-	toolDeny      []string
-	readOnlyTools map[string]bool
-	pathArgs      map[string][]string
-	fold          bool
-	dialects      shellcheck.Dialect
-	names         []string              // exact tool names the configuration names
-	subjects      *hooks.SubjectMatcher // nil binds every call
+	// protected are the globs no path written may match (exact forms, see
+	// ProtectedEntry); protectsGitConfig the git configuration entries
+	// among them, which `git config` writes without naming them.
+	protected         []forbiddenGlob
+	protectsGitConfig []string
+	allowGitPrograms  bool
+	shellAllow        []string
+	toolAllow         []string
+	toolDeny          []string
+	readOnlyTools     map[string]bool
+	pathArgs          map[string][]string
+	fold              bool
+	dialects          shellcheck.Dialect
+	names             []string              // exact tool names the configuration names
+	subjects          *hooks.SubjectMatcher // nil binds every call
 	// The ask rules (see askState): asks is set when there is any.
 	asks        bool
 	askTools    []toolPattern
@@ -275,6 +284,9 @@ func (h *Hook) compile(cfg Config) error {
 			return err
 		}
 		h.forbidden = append(h.forbidden, g)
+	}
+	if err := h.compileProtected(cfg.ProtectedPaths); err != nil {
+		return err
 	}
 	for _, p := range cfg.AllowedShellCommands {
 		if err := checkCommandPattern("allowedShellCommands", p); err != nil {
@@ -473,7 +485,10 @@ func (h *Hook) check(ctx context.Context, call *hooks.Call, st *askState) hooks.
 			return v
 		}
 	}
-	pathChecks := h.workspaceOnly || len(h.forbidden) > 0
+	// writes: the call's paths may be written (protected paths are checked
+	// for it): any tool but a read-only one, and not a shell tool's cwd.
+	writes := h.res != nil && len(h.protected) > 0 && shellKind == notShell && !readOnlyTools[lower] && !h.readOnlyTools[lower]
+	pathChecks := h.workspaceOnly || len(h.forbidden) > 0 || writes
 	// denyReads: the deny rules read the call's paths (and their failures
 	// deny); else only the ask rules may read them.
 	denyReads := pathChecks || shellKind != notShell
@@ -499,7 +514,7 @@ func (h *Hook) check(ctx context.Context, call *hooks.Call, st *askState) hooks.
 		}
 		st.walkOnly(!denyReads)
 		for _, p := range paths {
-			real, v, ok := h.checkPath(m, p, "", st, "")
+			real, v, ok := h.checkPath(m, p, "", st, "", writes)
 			if !ok {
 				if denyReads {
 					return v
@@ -539,7 +554,7 @@ func (h *Hook) checkPatch(m *pathguard.Memo, call *hooks.Call, lower string, ask
 			continue
 		}
 		for _, p := range pathguard.PatchFiles(text) {
-			if _, v, ok := h.checkPath(m, p, "", st, ""); !ok {
+			if _, v, ok := h.checkPath(m, p, "", st, "", true); !ok {
 				return v
 			}
 		}
