@@ -40,7 +40,7 @@ var DefaultProtected = []ProtectedEntry{
 		Reason: "names programs git runs (core.fsmonitor, diff.external, filter and textconv drivers, core.sshCommand, credential helpers, aliases) and core.hooksPath"},
 	{Name: ".git/hooks", Globs: []string{"**/.git/hooks/**", "**/.git/modules/**/hooks/**"},
 		Reason: "scripts git runs on commit, checkout, merge, rebase and push"},
-	{Name: ".git/info", Globs: []string{"**/.git/info/**", "**/.git/modules/**/info/**"},
+	{Name: ".git/info", Globs: []string{"**/.git/info/**", "**/.git/modules/**/info/attributes"},
 		Reason: "info/attributes assigns diff, filter and merge drivers as .gitattributes does"},
 	{Name: ".git/commondir", Globs: []string{"**/.git/commondir", "**/.git/worktrees/*/commondir", "**/.git/modules/**/commondir"},
 		Reason: "points git at another repository's configuration and hooks"},
