@@ -1,0 +1,63 @@
+package progenv
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestGitEnvGivesEverySetting(t *testing.T) {
+	env := map[string]string{}
+	for _, e := range GitEnv() {
+		k, v, ok := strings.Cut(e, "=")
+		if !ok {
+			t.Fatalf("entry %q has no '='", e)
+		}
+		if _, dup := env[k]; dup {
+			t.Fatalf("%s is set twice", k)
+		}
+		env[k] = v
+	}
+	n, err := strconv.Atoi(env["GIT_CONFIG_COUNT"])
+	if err != nil || n != len(GitSettings) {
+		t.Fatalf("GIT_CONFIG_COUNT = %q, want %d", env["GIT_CONFIG_COUNT"], len(GitSettings))
+	}
+	for i, s := range GitSettings {
+		k, v := env["GIT_CONFIG_KEY_"+strconv.Itoa(i)], env["GIT_CONFIG_VALUE_"+strconv.Itoa(i)]
+		if k != s.Key || v != s.Value {
+			t.Errorf("setting %d = %s=%q, want %s=%q", i, k, v, s.Key, s.Value)
+		}
+		if s.Why == "" {
+			t.Errorf("%s says nothing of what it turns off", s.Key)
+		}
+	}
+	for _, k := range []string{"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_PAGER"} {
+		if env[k] == "" {
+			t.Errorf("%s is not set", k)
+		}
+	}
+}
+
+func TestRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		refused, allowGit bool
+	}{
+		{"LD_PRELOAD", true, true}, {"LD_LIBRARY_PATH", true, true}, {"LD_AUDIT", true, true}, {"LD_DEBUG_OUTPUT", true, true},
+		{"GCONV_PATH", true, true},
+		{"GIT_CONFIG_COUNT", true, false}, {"GIT_CONFIG_KEY_0", true, false}, {"GIT_CONFIG_VALUE_7", true, false},
+		{"GIT_CONFIG_PARAMETERS", true, false}, {"GIT_CONFIG_GLOBAL", true, false}, {"GIT_CONFIG", true, false},
+		{"GIT_EXTERNAL_DIFF", true, false}, {"GIT_PAGER", true, false}, {"GIT_DIR", true, false},
+		{"GIT_EXEC_PATH", true, false}, {"GIT_SSH", true, false}, {"GIT_SSH_COMMAND", true, false},
+		{"GIT_ASKPASS", true, false}, {"GIT_TEMPLATE_DIR", true, false},
+		{"GIT_AUTHOR_NAME", false, false}, {"CGO_ENABLED", false, false}, {"GOFLAGS", false, false},
+		{"PATH", false, false}, {"LDFLAGS", false, false}, {"XLD_PRELOAD", false, false},
+	} {
+		if got := Refused(tc.name, false) != ""; got != tc.refused {
+			t.Errorf("Refused(%s) = %t, want %t", tc.name, got, tc.refused)
+		}
+		if got := Refused(tc.name, true) != ""; got != (tc.refused && tc.allowGit) {
+			t.Errorf("Refused(%s) with git's programs allowed = %t, want %t", tc.name, got, tc.refused && tc.allowGit)
+		}
+	}
+}
