@@ -116,3 +116,22 @@ func BenchmarkAutonomyShellPipelineInExecutor(b *testing.B) {
 func BenchmarkAutonomyShellPipelineAskNoMatchInExecutor(b *testing.B) {
 	benchBeforeInExecutor(b, benchAskHook(b), hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo | wc -l"}`))
 }
+
+// benchProtected runs call under benchHook with the default protected set
+// and with every entry lifted: the difference is what protection costs.
+func benchProtected(b *testing.B, call *hooks.Call) {
+	b.Run("protected", func(b *testing.B) { benchBefore(b, benchHook(b), call) })
+	b.Run("lifted", func(b *testing.B) {
+		cfg := benchConfig(b)
+		cfg.ProtectedPaths = &ProtectedConfig{Lift: defaultNames()}
+		benchBefore(b, newHook(b, cfg), call)
+	})
+}
+
+func BenchmarkAutonomyWriteFile(b *testing.B) {
+	benchProtected(b, hooks.NewCall("write_file", `{"path":"src/pkg/sub/x.go","content":"package sub"}`))
+}
+
+func BenchmarkAutonomyShellRedirect(b *testing.B) {
+	benchProtected(b, hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo > notes.txt"}`))
+}
