@@ -155,7 +155,7 @@ func protectedDenial(p, real string, g *forbiddenGlob) hooks.Verdict {
 // other program may write what it names.
 var readerCommands = set("cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag",
 	"wc", "diff", "cmp", "ls", "stat", "file", "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum",
-	"cksum", "od", "hexdump", "strings", "nl", "du", "tree", "find", "realpath", "readlink", "basename",
+	"cksum", "od", "hexdump", "strings", "nl", "du", "find", "realpath", "readlink", "basename",
 	"dirname", "echo", "printf", "test", "[", "true", "false", "jq", "sed", "awk", "gawk", "mawk", "git")
 
 // gitReaders are git subcommands that read the files they name.

@@ -220,6 +220,12 @@ func TestProtectedPathsInShellLines(t *testing.T) {
 		"git config -e",
 		"cat .git/config | sed s/a/b/ > .git/config",
 		"head -c0 evil > .git/objects/info/alternates",
+		"git config -f .git/config core.pager evil",
+		"git config --file=sub/.git/config core.pager evil",
+		"git --git-dir=sub/.git config core.pager evil",
+		"tree -o .git/config",
+		"sort -o .git/config notes.txt",
+		"git diff --output=.git/config",
 	} {
 		v := decide(t, h, "shell", obj(t, sh(cmd)))
 		if v.Allowed {
@@ -228,6 +234,13 @@ func TestProtectedPathsInShellLines(t *testing.T) {
 			t.Errorf("%q was denied by %s (%s), want %s", cmd, v.Rule, v.Reason, RuleProtectedPaths)
 		}
 	}
+	// A program that writes files its own program text names (sed's w,
+	// awk's >) shows no path to check: under an allow-list other than
+	// ["*"] it needs an entry naming that risky command; under ["*"],
+	// which admits any program, only the kernel layer stops the write.
+	closed := openPolicy(f)
+	closed.AllowedShellCommands = []string{"sed *", "awk *", "cat *"}
+	requireShellDenied(t, newHook(t, closed), "sed -n 'w .git/config' notes.txt", "awk '{ print > \".git/config\" }' notes.txt")
 	requireShellAllowed(t, h,
 		"cat .git/config",
 		"head -n 3 .envrc .gitattributes",
