@@ -12,10 +12,12 @@
 //
 //   - diff.external cannot be unset from the environment, and an empty
 //     value makes `git diff` fail ("cannot run"). It is set to a fixed
-//     command that prints the change as a unified diff with GNU diff, so
+//     command that prints the change as a unified diff with diff(1), so
 //     a configured external diff never runs and `git diff` still shows
-//     changes (without its "diff --git" and "index" lines); `git show`
-//     and `git log -p` use no external diff unless --ext-diff is given.
+//     changes, in a form git apply accepts (without git's "diff --git",
+//     "index" and mode lines; `git diff --no-ext-diff` gives git's own);
+//     `git show` and `git log -p` use no external diff unless --ext-diff
+//     is given.
 //   - textconv, filter (clean, smudge, process) and merge drivers are
 //     named per driver (diff.<driver>.textconv), and a driver is chosen
 //     by .gitattributes or .git/info/attributes: no key turns them all off.
@@ -34,9 +36,13 @@ import (
 
 // ExternalDiff is the diff.external command: git runs it through the shell
 // with the path, the old file, hex and mode, the new file, hex and mode
-// (and, for a rename, the new path and a description), and dies when it
-// exits non-zero; diff exits 1 when the files differ.
-const ExternalDiff = `d() { diff -u --label "a/$1" --label "b/${8:-$1}" -- "$2" "$5"; [ $? -le 1 ]; }; d`
+// (and, for a rename or copy, the new path and git's description of it),
+// and dies when it exits non-zero; diff exits 1 when the files differ. Its
+// output is a unified diff (a created or deleted file against /dev/null, a
+// rename or copy under git's header and description) that git apply
+// accepts; mode changes are not shown.
+const ExternalDiff = `d() { o="a/$1"; n="b/${8:-$1}"; [ "$2" = /dev/null ] && o=/dev/null; [ "$5" = /dev/null ] && n=/dev/null; ` +
+	`[ -n "$9" ] && printf 'diff --git a/%s b/%s\n%s' "$1" "$8" "$9"; diff -u --label "$o" --label "$n" -- "$2" "$5"; [ $? -le 1 ]; }; d`
 
 // GitSetting is one git configuration key given to every program.
 type GitSetting struct {

@@ -1,6 +1,9 @@
 package progenv
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,5 +62,61 @@ func TestRefused(t *testing.T) {
 		if got := Refused(tc.name, true) != ""; got != (tc.refused && tc.allowGit) {
 			t.Errorf("Refused(%s) with git's programs allowed = %t, want %t", tc.name, got, tc.refused && tc.allowGit)
 		}
+	}
+}
+
+// The external diff that replaces a configured one shows every kind of
+// change with real git, in a form git apply applies to the old tree.
+func TestExternalDiffShowsChangesGitApplies(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	env := append(os.Environ(), GitEnv()...)
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	put := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("init", "-q", ".")
+	git("config", "user.email", "a@example.com")
+	git("config", "user.name", "a")
+	put("m", "a\nb\n")
+	put("del", "d\n")
+	put("old", "1\n2\n3\n4\n5\n6\n7\n8\n")
+	git("add", ".")
+	git("commit", "-qm", "one")
+	put("m", "a\nB\n")
+	put("new", "n\n")
+	git("rm", "-q", "del")
+	git("mv", "old", "renamed")
+	put("renamed", "1\n2\n3\n4\n5\n6\n7\n8\n9\n")
+	git("add", "-A")
+	patch := git("diff", "--cached", "-M")
+	for _, want := range []string{"--- a/m\n+++ b/m\n", "+B\n", "--- /dev/null\n+++ b/new\n", "--- a/del\n+++ /dev/null\n",
+		"rename from old\nrename to renamed\n", "--- a/old\n+++ b/renamed\n", "+9\n"} {
+		if !strings.Contains(patch, want) {
+			t.Errorf("the diff lacks %q:\n%s", want, patch)
+		}
+	}
+	git("reset", "-q", "--hard", "HEAD")
+	apply := exec.Command("git", "apply", "--index", "-")
+	apply.Dir, apply.Env, apply.Stdin = dir, env, strings.NewReader(patch)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("git apply: %v\n%s", err, out)
+	}
+	if got := git("diff", "--cached", "-M", "--name-status"); got != "D\tdel\nM\tm\nA\tnew\nR088\told\trenamed\n" {
+		t.Errorf("after git apply, the index holds %q", got)
 	}
 }
