@@ -6,7 +6,8 @@
 //
 // The package is split by concern: autonomy.go holds the configuration and
 // the rules' order, globs.go the forbidden-path glob compiler and matcher,
-// paths.go the path checks, shell.go the shell checks, readonly.go the
+// paths.go the path checks, protected.go the protected paths (the default
+// set and what writes), shell.go the shell checks, readonly.go the
 // read-only tool tables, runtime.go the checks of a running tool, and
 // validate.go the pure validation and Build.
 //
@@ -56,6 +57,19 @@
 //     starting with ** is used as written; a relative pattern without a slash
 //     (".env", "*.pem", "secret*") matches that name in any directory; a
 //     relative pattern with a slash is anchored at the workspace root.
+//   - Protected paths (protected.go): DefaultProtected, less the entries a
+//     policy lifts, plus the globs it adds, may not be written (created,
+//     renamed over, removed) by any tool or shell line, nor opened for
+//     writing at run time; reading them stays allowed. A path is taken as
+//     written by every tool but the read-only ones (a shell tool's cwd
+//     aside), by every output redirection, and by every word of a command
+//     not known to only read what it names (readerCommands without risky
+//     options; git with a reading subcommand). `git config` that sets a
+//     value writes the repository's (or the global) configuration without
+//     naming it and is denied while that entry is protected. A written
+//     path that cannot be resolved is denied. With only protected paths
+//     (no workspace-only, no forbidden globs) a line that writes nothing
+//     reads no paths for the deny rules.
 //   - Case: when the workspace's file system is detected as case-insensitive
 //     (pathguard probes it), paths and patterns are case-folded before
 //     matching. Resolution itself returns the spelling given for existing
