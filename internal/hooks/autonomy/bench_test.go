@@ -135,3 +135,18 @@ func BenchmarkAutonomyWriteFile(b *testing.B) {
 func BenchmarkAutonomyShellRedirect(b *testing.B) {
 	benchProtected(b, hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo > notes.txt"}`))
 }
+
+// BenchmarkProtectedMatch is the matching a written path adds: its forms
+// against the compiled default set (no file system access).
+func BenchmarkProtectedMatch(b *testing.B) {
+	h := newHook(b, Config{WorkspaceRoot: b.TempDir()})
+	var pf pathForms
+	p := h.root + "/src/pkg/sub/x.go"
+	h.forms(&pf, "src/pkg/sub/x.go", h.root, p)
+	b.ReportAllocs()
+	for b.Loop() {
+		if matchGlob(h.protected, &pf) != nil {
+			b.Fatal("matched")
+		}
+	}
+}
