@@ -281,6 +281,12 @@ func TestProtectedPathsPolicyFields(t *testing.T) {
 	} else if !strings.Contains(v.Reason, "protectedPaths.add") {
 		t.Errorf("an added glob's denial does not say where it comes from: %s", v.Reason)
 	}
+	withForbidden := openPolicy(f)
+	withForbidden.WorkspaceOnly, withForbidden.ForbiddenPathGlobs = true, []string{"**/.env"}
+	wf := newHook(t, withForbidden)
+	requireShellDenied(t, wf, "echo x > .git/config", "git config core.pager x", "cp evil .envrc", "cat .env")
+	requireShellAllowed(t, wf, "cat .git/config", "echo x > notes.txt")
+
 	all := newHook(t, Config{WorkspaceRoot: f.ws, AllowShell: true, AllowedShellCommands: []string{"*"},
 		ProtectedPaths: &ProtectedConfig{Lift: defaultNames()}})
 	requireShellAllowed(t, all, "echo x > .git/config", "rm -rf .git", "cp evil .envrc")

@@ -97,18 +97,17 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string, st *a
 	}
 	switch {
 	case h.res == nil:
+		return hooks.Allow
 	case h.workspaceOnly || len(h.forbidden) > 0:
 		return h.checkCommandPaths(m, an, cmd, bases, h.allowAll, st, false)
-	case len(h.protected) > 0 && writesAny(an):
+	}
+	if len(h.protected) > 0 && writesAny(an) {
 		// Only the paths the line may write are read for the deny rules.
 		if v := h.checkCommandPaths(m, an, cmd, bases, h.allowAll, nil, true); !v.Allowed {
 			return v
 		}
-		fallthrough
-	case h.askingPaths(st):
-		if !h.askingPaths(st) {
-			break
-		}
+	}
+	if h.askingPaths(st) {
 		// Only the ask rules read the paths: what would deny asks.
 		st.walkOnly(true)
 		v := h.checkCommandPaths(m, an, cmd, bases, true, st, false)
