@@ -418,3 +418,30 @@ func lexicallyProtected(p string) bool {
 	}
 	return false
 }
+
+// A protected write is denied, never asked about, whichever rules read
+// the paths; what the ask rules match otherwise still asks.
+func TestProtectedWritesAreDeniedNotAsked(t *testing.T) {
+	f := protectedFixture(t)
+	for _, withForbidden := range []bool{false, true} {
+		cfg := openPolicy(f)
+		if withForbidden {
+			cfg.ForbiddenPathGlobs = []string{"**/.env"}
+		}
+		cfg.Ask = &AskConfig{PathGlobs: []string{"**/.git/**", "notes.txt"}, Tools: []string{"write_*"}}
+		h := newHook(t, cfg)
+		for _, tc := range []struct{ tool, args, rule string }{
+			{"shell", obj(t, sh("cat notes.txt > .git/config")), RuleProtectedPaths},
+			{"shell", obj(t, sh("git config core.pager x")), RuleProtectedPaths},
+			{"write_file", obj(t, map[string]any{"path": ".git/hooks/pre-commit", "content": "x"}), RuleProtectedPaths},
+			{"shell", obj(t, sh("cat notes.txt")), RuleAskPathGlobs},
+			{"shell", obj(t, sh("cat .git/config")), RuleAskPathGlobs},
+			{"write_file", obj(t, map[string]any{"path": "src/b.go", "content": "x"}), RuleAskTools},
+		} {
+			v := decide(t, h, tc.tool, tc.args)
+			if v.Rule != tc.rule || v.Allowed || (tc.rule == RuleProtectedPaths) == v.Ask {
+				t.Errorf("forbidden globs %t, %s %s = %+v, want rule %s", withForbidden, tc.tool, tc.args, v, tc.rule)
+			}
+		}
+	}
+}
