@@ -158,8 +158,9 @@ var readerCommands = set("cat", "head", "tail", "less", "more", "grep", "egrep",
 	"cksum", "od", "hexdump", "strings", "nl", "du", "find", "realpath", "readlink", "basename",
 	"dirname", "echo", "printf", "test", "[", "true", "false", "jq", "sed", "awk", "gawk", "mawk", "git")
 
-// gitReaders are git subcommands that read the files they name.
-var gitReaders = set("status", "log", "diff", "show", "blame", "annotate", "grep", "ls-files", "ls-tree",
+// gitReaders are git subcommands that read the work-tree files they name
+// (add and commit write the index and objects, not the files).
+var gitReaders = set("add", "stage", "commit", "status", "log", "diff", "show", "blame", "annotate", "grep", "ls-files", "ls-tree",
 	"cat-file", "rev-parse", "rev-list", "describe", "shortlog", "check-attr", "check-ignore", "show-ref",
 	"for-each-ref", "name-rev", "merge-base", "count-objects", "whatchanged", "diff-tree", "diff-files",
 	"diff-index", "range-diff", "help", "version", "var")
