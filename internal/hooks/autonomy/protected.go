@@ -37,7 +37,8 @@ var DefaultProtected = []ProtectedEntry{
 		Reason: "a .git file (gitdir: elsewhere) or a new .git directory points git at another repository's configuration and hooks"},
 	{Name: ".git/config", Globs: []string{"**/.git/config", "**/.git/config.worktree",
 		"**/.git/worktrees/*/config.worktree", "**/.git/modules/**/config", "**/.git/modules/**/config.worktree"},
-		Reason: "names programs git runs (core.fsmonitor, diff.external, filter and textconv drivers, core.sshCommand, credential helpers, aliases) and core.hooksPath"},
+		Reason: "names programs git runs (core.fsmonitor, diff.external, filter and textconv drivers, core.sshCommand, " +
+			"credential helpers, aliases) and core.hooksPath"},
 	{Name: ".git/hooks", Globs: []string{"**/.git/hooks/**", "**/.git/modules/**/hooks/**"},
 		Reason: "scripts git runs on commit, checkout, merge, rebase and push"},
 	{Name: ".git/info", Globs: []string{"**/.git/info/**", "**/.git/modules/**/info/attributes"},
@@ -145,7 +146,8 @@ func protectedDenial(p, real string, g *forbiddenGlob) hooks.Verdict {
 		lift = fmt.Sprintf("protectedPaths.lift: [%q]", g.entry)
 	}
 	return hooks.Deny(RuleProtectedPaths, fmt.Sprintf(
-		"Path %q (real path %q) would be written and matches %s: configuration that makes programs run other programs is read-only unless the policy lifts it (%s).",
+		"Path %q (real path %q) would be written and matches %s: configuration that makes programs run other programs "+
+			"is read-only unless the policy lifts it (%s).",
 		p, real, what, lift))
 }
 
@@ -287,7 +289,8 @@ func (h *Hook) checkGitConfig(an *shellcheck.Analysis, cmd string) hooks.Verdict
 		}
 		if e := gitConfigWrite(c.Args); e != "" && slices.Contains(h.protectsGitConfig, e) {
 			return shellVerdict(hooks.Deny(RuleProtectedPaths, fmt.Sprintf(
-				"%q writes git configuration (default protected entry %q), which names programs git runs; the policy's protectedPaths.lift: [%q] lifts it.",
+				"%q writes git configuration (default protected entry %q), which names programs git runs; "+
+					"the policy's protectedPaths.lift: [%q] lifts it.",
 				c.Text, e, e)), cmd)
 		}
 	}

@@ -61,7 +61,7 @@ var GitSettings = []GitSetting{
 	{"core.askPass", "", "the program git asks for passwords; an empty value makes it ask no program"},
 	{"credential.helper", "", "credential helpers: an empty value empties the list the files built"},
 	{"diff.external", ExternalDiff, "the external diff program, replaced by a fixed unified diff"},
-	{"safe.bareRepository", "explicit", "bare repositories found in the work tree (with their own config and hooks) unless named by --git-dir"},
+	{"safe.bareRepository", "explicit", "bare repositories (with their own config and hooks) found in the work tree, not named by --git-dir"},
 	{"protocol.ext.allow", "never", "the ext:: transport, which runs a command"},
 }
 
