@@ -65,13 +65,14 @@ var GitSettings = []GitSetting{
 	{"protocol.ext.allow", "never", "the ext:: transport, which runs a command"},
 }
 
-// GitEnv returns the environment entries that give git GitSettings and
-// keep it from reading system and global configuration files (which the
-// protected paths cannot cover on every machine).
+// GitEnv returns the environment entries that give git GitSettings, keep
+// it from reading system and global configuration and attribute files
+// (which the protected paths cannot cover on every machine), name cat as
+// the pager and keep git from prompting on a terminal.
 func GitEnv() []string {
-	env := make([]string, 0, 2*len(GitSettings)+5)
-	env = append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_PAGER=cat",
-		"GIT_CONFIG_COUNT="+strconv.Itoa(len(GitSettings)))
+	env := make([]string, 0, 2*len(GitSettings)+7)
+	env = append(env, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_PAGER=cat", "PAGER=cat",
+		"GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_COUNT="+strconv.Itoa(len(GitSettings)))
 	for i, s := range GitSettings {
 		n := strconv.Itoa(i)
 		env = append(env, "GIT_CONFIG_KEY_"+n+"="+s.Key, "GIT_CONFIG_VALUE_"+n+"="+s.Value)

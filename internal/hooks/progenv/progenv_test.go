@@ -34,7 +34,7 @@ func TestGitEnvGivesEverySetting(t *testing.T) {
 			t.Errorf("%s says nothing of what it turns off", s.Key)
 		}
 	}
-	for _, k := range []string{"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_PAGER"} {
+	for _, k := range []string{"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_ATTR_NOSYSTEM", "GIT_PAGER", "PAGER", "GIT_TERMINAL_PROMPT"} {
 		if env[k] == "" {
 			t.Errorf("%s is not set", k)
 		}
