@@ -192,7 +192,12 @@ type AutonomyPolicySpec struct {
 	// +kubebuilder:validation:items:MaxLength=1024
 	ForbiddenPathGlobs []string `json:"forbiddenPathGlobs,omitempty"`
 	// protectedPaths changes the default set of protected paths, which
-	// applies when it is omitted.
+	// applies when it is omitted: configuration that makes allowed programs
+	// run other programs (git's config, hooks and attributes, .envrc,
+	// .npmrc, ...), which no tool and no program a tool starts may write;
+	// reading stays allowed. The default set is the DefaultProtected table
+	// of internal/hooks/autonomy/protected.go, listed with each entry's
+	// reason in the README's security model.
 	// +optional
 	ProtectedPaths *ProtectedPaths `json:"protectedPaths,omitempty"`
 	// shell controls the shell tool.
