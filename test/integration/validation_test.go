@@ -271,7 +271,7 @@ func TestAutonomyPolicyValidation(t *testing.T) {
 		{
 			name:    "protectedPaths naming the same path in add and lift are rejected",
 			obj:     autonomyPolicy(spec{ProtectedPaths: &policyv1alpha1.ProtectedPaths{Add: []string{".envrc"}, Lift: []string{".envrc"}}}),
-			wantErr: "spec.protectedPaths: Invalid value: \"object\": protectedPaths names the same path in add and lift",
+			wantErr: "spec.protectedPaths: Invalid value: protectedPaths names the same path in add and lift",
 		},
 		{
 			name:    "an empty protectedPaths.add glob is rejected",
