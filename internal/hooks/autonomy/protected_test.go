@@ -450,3 +450,21 @@ func TestProtectedWritesAreDeniedNotAsked(t *testing.T) {
 		}
 	}
 }
+
+// Under an allow-list, env may not drop the variables the shell tool sets
+// for programs (git's configuration): what it runs would not be what the
+// policy checked.
+func TestEnvMayNotDropTheToolsVariables(t *testing.T) {
+	f := protectedFixture(t)
+	cfg := openPolicy(f)
+	cfg.AllowedShellCommands = []string{"env *", "git status", "git log *"}
+	h := newHook(t, cfg)
+	for _, cmd := range []string{"env -u GIT_CONFIG_COUNT git status", "env -i git status", "env - git status",
+		"env --unset=GIT_PAGER git log -1", "env -uGIT_CONFIG_COUNT git status", "env --ignore-environment git status"} {
+		// -uNAME also reads as a bundle of risky letters (-C): denied either way.
+		if v := decide(t, h, "shell", obj(t, sh(cmd))); v.Allowed || v.Rule != RuleShellUnverifiable && v.Rule != RuleShellAllowList {
+			t.Errorf("%q = %+v, want a denial", cmd, v)
+		}
+	}
+	requireShellAllowed(t, h, "env git status", "env -0 git log -1")
+}
