@@ -117,6 +117,58 @@ func (m *Masker) Mask(ctx context.Context, call *hooks.Call) *audit.Arguments {
 	return out
 }
 
+// MaskReason returns text, a decision's reason, with the secrets Mask would
+// mask in an argument masked: a reason may quote a command line or a path,
+// in Go syntax ("%q"), and such a quoted value is masked as the value
+// itself (then quoted again), the rest of the reason as text.
+func (m *Masker) MaskReason(ctx context.Context, text string) string {
+	if mayHoldSecret(text) {
+		var b strings.Builder
+		rest := text
+		for {
+			start, end := goQuoted(rest)
+			if start < 0 {
+				b.WriteString(maskText(rest))
+				break
+			}
+			b.WriteString(maskText(rest[:start]))
+			v, _ := strconv.Unquote(rest[start:end])
+			b.WriteString(strconv.Quote(maskValue(v, 0)))
+			rest = rest[end:]
+		}
+		text = b.String()
+	}
+	v, err := m.scan(ctx, text, false, "", &audit.Arguments{})
+	if err != nil {
+		return MaskedMarker
+	}
+	return v.(string)
+}
+
+// goQuoted returns the extent of the first double-quoted Go string literal
+// in s, or -1.
+func goQuoted(s string) (int, int) {
+	for start := 0; ; start++ {
+		i := strings.IndexByte(s[start:], '"')
+		if i < 0 {
+			return -1, -1
+		}
+		start += i
+		e := start + 1
+		for e < len(s) && s[e] != '"' {
+			if s[e] == '\\' {
+				e++
+			}
+			e++
+		}
+		if e < len(s) {
+			if _, err := strconv.Unquote(s[start : e+1]); err == nil {
+				return start, e + 1
+			}
+		}
+	}
+}
+
 // mask returns a copy of v with its masked values replaced, adding their
 // pointers (under ptr) to out.
 func (m *Masker) mask(ctx context.Context, v any, ptr string, out *audit.Arguments) (any, error) {

@@ -3,7 +3,9 @@ package argmask
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -73,7 +75,7 @@ func quote(secret string, how, formQuote byte, url, inner bool) (string, bool) {
 // (an option or variable whose name says secret, a catalogued program's
 // secret option, a URL's password, a header, a key of the arguments),
 // anywhere among other arguments and text, and checks that the decision
-// log never holds it.
+// log never holds it, nor a denial's reason quoting the command line.
 func FuzzMaskNeverLogsASecret(f *testing.F) {
 	f.Add("cd src &&", "| tee out", "hunter2hunter2", uint8(0), uint8(0), uint8(0))
 	f.Add("echo '", "'", "s3cr3t value", uint8(1), uint8(1), uint8(1))
@@ -110,6 +112,16 @@ func FuzzMaskNeverLogsASecret(f *testing.F) {
 				return
 			}
 			args = map[string]any{key: line, "cwd": "src"}
+			// A denial's reason quotes the command line (Go syntax).
+			reason := m.MaskReason(context.Background(), fmt.Sprintf("Shell command %q is not allowed by allowedShellCommands.", line))
+			text := reason
+			if start, end := goQuoted(reason); start >= 0 {
+				v, _ := strconv.Unquote(reason[start:end])
+				text = reason[:start] + "[]" + v + "[]" + reason[end:]
+			}
+			if strings.Contains(markers.ReplaceAllString(text, "[]"), secret) {
+				t.Fatalf("the secret %q is in the reason:\n%s\ncommand: %s", secret, reason, line)
+			}
 		case 2: // a key of the arguments, at some depth
 			key := secretKeys[int(form)%len(secretKeys)]
 			if strings.Contains(prefix+suffix+key, secret) {

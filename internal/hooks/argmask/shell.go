@@ -81,20 +81,22 @@ func maskArgv(vals []string, depth int) []string {
 }
 
 // wordSecrets masks the value of a --name=value or NAME=value word whose
-// name says secret, or else what maskShell finds in a word that may hold a
-// command. (The word is one argument: it is read as a command only when it
-// is none of these, since reading it again splits it at its blanks.)
+// name says secret (the word is one argument: all that follows '=' is the
+// value, blanks included), or else what maskShell finds in a word that may
+// hold a command (sh -c '...', a quoted command in a reason).
 func wordSecrets(v string, depth int) string {
 	if name, _, ok := strings.Cut(v, "="); ok {
-		// The name is what ends in name bytes before the '=' (whatever
-		// precedes it in the word, such as an escaped blank).
-		i := len(name)
-		for i > 0 && isNameByte(name[i-1]) {
-			i--
-		}
-		query := i > 0 && strings.IndexByte("?&;", name[i-1]) >= 0 // a URL's parameter: the text pass reads it
-		if n := name[i:]; n != "" && !query && SecretName(strings.TrimLeft(n, "-")) && (!isEnvName(n) || secretEnvName(n)) {
-			return name + "=" + MaskedMarker
+		if n := strings.TrimLeft(name, " \t\n"); !strings.ContainsAny(n, " \t\n") {
+			// The name is what ends in name bytes before the '=' (after
+			// whatever precedes it, such as an escape).
+			i := len(n)
+			for i > 0 && isNameByte(n[i-1]) {
+				i--
+			}
+			query := i > 0 && strings.IndexByte("?&;", n[i-1]) >= 0 // a URL's parameter: the text pass reads it
+			if n := n[i:]; n != "" && !query && SecretName(strings.TrimLeft(n, "-")) && (!isEnvName(n) || secretEnvName(n)) {
+				return name + "=" + MaskedMarker
+			}
 		}
 	}
 	if depth < maxShellDepth && strings.ContainsAny(v, " \t\n;|&") && mayHoldSecret(v) {
