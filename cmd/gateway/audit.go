@@ -35,8 +35,10 @@ func (a *auditFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.decisionLog, "decision-log", false,
 		"add each call's canonical arguments, masked, to its audit record (the decision log `kubectl toolhooks replay` reads)")
 	fs.StringVar(&a.decisionLogKeys, "decision-log-mask-keys", strings.Join(argmask.DefaultKeys, ","),
-		"comma-separated argument keys (any depth, any case) whose values the decision log masks whole; secrets the "+
-			"result scanner's secret detectors find in other values are masked in place")
+		"comma-separated argument keys (any depth, any case) whose values the decision log masks whole, besides keys whose "+
+			"names say secret (pwd, db_password, client_secret, ...); secrets named so in command lines (--password=x, "+
+			"PASSWORD=x, mysql -px, https://user:x@host) and those the result scanner's secret detectors find in other "+
+			"values are masked in place")
 	fs.IntVar(&a.decisionLogMaxBytes, "decision-log-max-bytes", argmask.DefaultMaxBytes,
 		"bound on one record's arguments text: longer strings are shortened, longest first, and arguments that still "+
 			"do not fit are left out")
