@@ -14,9 +14,9 @@ import (
 )
 
 // secretForms are the places a secret is written in a command line: %s is
-// the secret as quoted by the quoting the fuzzer picks (raw, single or
-// double quotes), %[1]s too; forms marked quoted take the secret as it is,
-// inside quotes the form writes itself.
+// the secret, written raw, single-quoted or double-quoted as the fuzzer
+// picks, except in forms that put quotes around it themselves (quoted),
+// where it is written as it is.
 var secretForms = []struct {
 	form   string
 	quoted byte // the quote the form puts around the secret, or 0
