@@ -151,8 +151,8 @@ func maskShell(src string, depth int) (res string, ok bool) {
 			res, ok = src, false
 		}
 	}()
-	if len(src) > shellcheck.MaxInput {
-		return src, false
+	if len(src) > shellcheck.MaxInput || strings.IndexByte(src, 0) >= 0 {
+		return src, false // the parser drops NUL bytes: words would be rewritten without them
 	}
 	f, err := shellcheck.ParseBash(src)
 	if err != nil {
