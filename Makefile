@@ -120,13 +120,14 @@ $(MCP_NPM_DIR)/node_modules/.package-lock.json: $(MCP_NPM_DIR)/package.json $(MC
 FUZZ_TIME ?= 30s
 
 .PHONY: fuzz-ci
-fuzz-ci: test-deps ## Run the shell checker's, ask rules' and result scanner's fuzz targets for FUZZ_TIME each.
+fuzz-ci: test-deps ## Run the shell checker's, ask rules', result scanner's and decision log masking's fuzz targets for FUZZ_TIME each.
 	go test -run '^$$' -fuzz '^FuzzOracle$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/autonomy
 	go test -run '^$$' -fuzz '^FuzzAskSinglePass$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/autonomy
 	go test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/shellcheck
 	go test -run '^$$' -fuzz '^FuzzSedReader$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/shellcheck
 	go test -run '^$$' -fuzz '^FuzzRedactsEverySecret$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/resultscan
 	go test -run '^$$' -fuzz '^FuzzRemovePathsLeaveNothingSelected$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/resultscan
+	go test -run '^$$' -fuzz '^FuzzMaskNeverLogsASecret$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/argmask
 
 .PHONY: ci
 ci: verify lint test fuzz-ci ci-e2e ## What CI runs: generated code current, lint, all tests, then the e2e suite.

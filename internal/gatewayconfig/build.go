@@ -46,7 +46,7 @@ var kinds = map[Kind]kind{
 	KindAuditLog: {
 		decidesNothing: true,
 		build: func(_ *Hook, o *BuildOptions) (hooks.Hook, bool, error) {
-			return audit.New(o.Audit, audit.WithDecisionLog(o.DecisionLog)), false, nil
+			return audit.New(o.Audit, audit.WithDecisionLog(o.DecisionLog), audit.WithReasonMask(o.MaskReason)), false, nil
 		},
 	},
 	KindAutonomyPolicy: {
@@ -110,6 +110,9 @@ type BuildOptions struct {
 	// DecisionLog adds each call's masked arguments to its audit record;
 	// nil leaves them out, and an entry that requires them is unenforceable.
 	DecisionLog func(context.Context, *hooks.Call) *audit.Arguments
+	// MaskReason replaces the secrets a decision's reason quotes in its
+	// audit record; nil keeps reasons as they are.
+	MaskReason func(context.Context, string) string
 	// State keeps contract policies' runtime state (budgets, windows) across
 	// builds; nil keeps none.
 	State *contract.State

@@ -155,6 +155,40 @@ var catalog = map[string]progRule{
 	"rm":    {recursiveOpts: []string{"-r", "-R", "--recursive"}},
 }
 
+// secretOptions are, for each program, the options whose value is a
+// password, a token or credentials (user:password) although their names do
+// not say so: a single-letter one also counts glued (-psecret) and bundled
+// (-upsecret), and the value of one written alone is the next argument.
+// Options whose names say secret (--password, --token) need no entry.
+var secretOptions = map[string][]string{
+	"mysql": {"-p"}, "mariadb": {"-p"}, "mysqldump": {"-p"}, "mysqladmin": {"-p"}, "mysqlimport": {"-p"},
+	"mysqlshow": {"-p"}, "mysqlcheck": {"-p"}, "mysqlsh": {"-p"}, "mariadb-dump": {"-p"}, "mariadb-admin": {"-p"},
+	"mongo": {"-p"}, "mongosh": {"-p"}, "mongodump": {"-p"}, "mongorestore": {"-p"}, "mongoexport": {"-p"}, "mongoimport": {"-p"},
+	"redis-cli": {"-a", "--user"}, "sshpass": {"-p"}, "sqlcmd": {"-P"}, "bcp": {"-P"}, "isql": {"-P"},
+	"ldapsearch": {"-w"}, "ldapadd": {"-w"}, "ldapmodify": {"-w"}, "ldapdelete": {"-w"}, "ldappasswd": {"-w", "-s"},
+	"curl": {"-u", "--user", "-U", "--proxy-user", "-E", "--cert", "--oauth2-bearer"},
+	"wget": {"--user", "--http-user", "--ftp-user"}, "zip": {"-P"}, "unzip": {"-P"}, "7z": {"-p"}, "7za": {"-p"},
+	"openssl": {"-pass", "-passin", "-passout", "-k", "-K"}, "smbclient": {"-U", "--user"},
+	"skopeo": {"--creds", "--src-creds", "--dest-creds"},
+}
+
+// SecretOptions returns the options of the program base (a command name
+// without its directory) whose value is a secret although their names do not
+// say so (mysql -p, curl -u, redis-cli -a), or nil.
+func SecretOptions(base string) []string {
+	return secretOptions[base]
+}
+
+// SecretOptionPrograms returns the programs SecretOptions knows.
+func SecretOptionPrograms() []string {
+	out := make([]string, 0, len(secretOptions))
+	for p := range secretOptions {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // aliases of catalogued programs.
 var catalogAlias = map[string]string{
 	"python3": "python", "python2": "python", "pypy": "python", "pypy3": "python",
