@@ -299,7 +299,7 @@ func (h *legacyHook) checkCommand(m *pathguard.Memo, cmd string, bases []string)
 	}
 	for _, b := range bases {
 		for _, w := range an.Words {
-			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, an.DotGlob, b, cmd); !v.Allowed {
 				return v
 			}
 			if w.Recursive {
@@ -309,7 +309,7 @@ func (h *legacyHook) checkCommand(m *pathguard.Memo, cmd string, bases []string)
 			}
 		}
 		for _, r := range an.Redirects {
-			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, an.DotGlob, b, cmd); !v.Allowed {
 				return v
 			}
 		}
@@ -324,7 +324,7 @@ func (h *legacyHook) checkCommandNames(an *shellcheck.Analysis, cmd string) hook
 				return hooks.Deny(RuleAskCommands, fmt.Sprintf("Shell command %q matches %q, which needs approval.", c.Text, p))
 			}
 		}
-		if !h.commandAllowed(c.Text) {
+		if !h.commandAllowed(c.Text) && !changesDirOnly(c) {
 			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
 				"Shell command %q is not allowed by allowedShellCommands.", c.Text))
 		}
@@ -341,7 +341,7 @@ func (h *legacyHook) checkCommandNames(an *shellcheck.Analysis, cmd string) hook
 	return hooks.Allow
 }
 
-func (h *legacyHook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, cmd string) hooks.Verdict {
+func (h *legacyHook) checkWord(m *pathguard.Memo, value, glob string, ext, dotGlob bool, base, cmd string) hooks.Verdict {
 	if value == "" {
 		return hooks.Allow
 	}
@@ -351,7 +351,7 @@ func (h *legacyHook) checkWord(m *pathguard.Memo, value, glob string, ext bool, 
 	if glob == "" {
 		return hooks.Allow
 	}
-	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold}
+	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold, HideDots: !dotGlob}
 	if strings.HasPrefix(glob, "~") {
 		home, err := homeDir()
 		if err != nil {
@@ -391,7 +391,11 @@ func (h *legacyHook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cm
 		return hooks.Allow
 	}
 	var deny *hooks.Verdict
-	err = pathguard.WalkTree(real, maxBeneath, w.Git, func(p string) (string, error) {
+	var entry func(p string) error
+	link := func(p string) (string, error) {
+		if w.NoFollow {
+			return "", entry(p)
+		}
 		target, v, ok := h.checkPath(m, p, base)
 		if !ok {
 			deny = &v
@@ -401,7 +405,8 @@ func (h *legacyHook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cm
 			return target, nil
 		}
 		return "", nil
-	}, func(p string) error {
+	}
+	entry = func(p string) error {
 		if len(h.forbidden) == 0 {
 			return nil
 		}
@@ -416,7 +421,13 @@ func (h *legacyHook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cm
 			return errBeneathDenied
 		}
 		return nil
-	})
+	}
+	if w.IndexOnly {
+		err = walkIndex(real, base, h.res.Real, entry)
+	}
+	if !w.IndexOnly || errors.Is(err, errNoIndex) {
+		err = pathguard.WalkTree(real, maxBeneath, w.Git, link, entry)
+	}
 	switch {
 	case errors.Is(err, pathguard.ErrTooManyEntries):
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
