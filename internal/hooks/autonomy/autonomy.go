@@ -538,7 +538,11 @@ func (h *Hook) checkPatch(m *pathguard.Memo, call *hooks.Call, lower string, ask
 		if !ok || pathguard.IsPathKey(k, h.pathArgs[lower]) {
 			continue
 		}
-		for _, p := range pathguard.PatchFiles(text) {
+		files, err := pathguard.PatchPaths(text)
+		if err != nil {
+			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The patch in argument %q of %q cannot be checked: %v.", k, call.Tool, err))
+		}
+		for _, p := range files {
 			if _, v, ok := h.checkPath(m, p, "", st, ""); !ok {
 				return v
 			}

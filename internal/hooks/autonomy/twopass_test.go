@@ -114,7 +114,7 @@ func (h *legacyHook) check(ctx context.Context, call *hooks.Call) hooks.Verdict 
 			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The arguments of %q cannot be checked: %v.", tool, err))
 		}
 		for _, p := range paths {
-			real, v, ok := h.checkPath(m, p, "")
+			real, v, ok := h.checkPath(m, p, "", false)
 			if !ok {
 				return v
 			}
@@ -129,8 +129,12 @@ func (h *legacyHook) check(ctx context.Context, call *hooks.Call) hooks.Verdict 
 			if !ok || pathguard.IsPathKey(k, h.pathArgs[lower]) {
 				continue
 			}
-			for _, p := range pathguard.PatchFiles(text) {
-				if _, v, ok := h.checkPath(m, p, ""); !ok {
+			files, err := pathguard.PatchPaths(text)
+			if err != nil {
+				return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The patch in argument %q of %q cannot be checked: %v.", k, call.Tool, err))
+			}
+			for _, p := range files {
+				if _, v, ok := h.checkPath(m, p, "", false); !ok {
 					return v
 				}
 			}
@@ -142,18 +146,26 @@ func (h *legacyHook) check(ctx context.Context, call *hooks.Call) hooks.Verdict 
 	return hooks.Allow
 }
 
-func (h *legacyHook) checkPath(m *pathguard.Memo, p, base string) (string, hooks.Verdict, bool) {
+func (h *legacyHook) checkPath(m *pathguard.Memo, p, base string, shellWord bool) (string, hooks.Verdict, bool) {
 	if h.res == nil {
 		return "", hooks.Allow, true
 	}
 	if base == "" {
 		base = h.res.Real
 	}
-	real, err := h.res.ResolveFromMemo(m, base, p)
-	if err != nil {
-		return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Path %q cannot be resolved safely: %v.", p, err)), false
+	real := p
+	if !shellWord || !shellStream(p) {
+		if !shellWord && p == "/dev/tty" {
+			return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf(
+				"Path %q names the controlling terminal of the process that opens it, not a file.", p)), false
+		}
+		var err error
+		real, err = h.res.ResolveFromMemo(m, base, p)
+		if err != nil {
+			return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Path %q cannot be resolved safely: %v.", p, err)), false
+		}
 	}
-	if h.workspaceOnly && !h.res.Within(real) && !safeDevice(p) {
+	if h.workspaceOnly && !h.res.Within(real) && !safeDevice(p, shellWord) {
 		return "", hooks.Deny(RuleWorkspaceOnly, fmt.Sprintf(
 			"Path %q resolves to %q, outside the workspace %q.", p, real, h.res.Real)), false
 	}
@@ -283,7 +295,7 @@ func (h *legacyHook) checkCommand(m *pathguard.Memo, cmd string, bases []string)
 	for _, d := range an.Dirs {
 		n := len(bases)
 		for _, b := range bases[:n] {
-			real, v, ok := h.checkPath(m, d, b)
+			real, v, ok := h.checkPath(m, d, b, false)
 			if !ok {
 				return v
 			}
@@ -345,7 +357,7 @@ func (h *legacyHook) checkWord(m *pathguard.Memo, value, glob string, ext, dotGl
 	if value == "" {
 		return hooks.Allow
 	}
-	if _, v, ok := h.checkPath(m, value, base); !ok {
+	if _, v, ok := h.checkPath(m, value, base, true); !ok {
 		return shellVerdict(v, cmd)
 	}
 	if glob == "" {
@@ -366,7 +378,7 @@ func (h *legacyHook) checkWord(m *pathguard.Memo, value, glob string, ext, dotGl
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be checked: %v.", value, short(cmd), err))
 	}
 	for _, match := range append(listed, matches...) {
-		if _, v, ok := h.checkPath(m, match, base); !ok {
+		if _, v, ok := h.checkPath(m, match, base, true); !ok {
 			return shellVerdict(v, cmd)
 		}
 	}
@@ -374,7 +386,7 @@ func (h *legacyHook) checkWord(m *pathguard.Memo, value, glob string, ext, dotGl
 }
 
 func (h *legacyHook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd string) hooks.Verdict {
-	real, v, ok := h.checkPath(m, w.Value, base)
+	real, v, ok := h.checkPath(m, w.Value, base, true)
 	if !ok {
 		return shellVerdict(v, cmd)
 	}
@@ -396,7 +408,7 @@ func (h *legacyHook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cm
 		if w.NoFollow {
 			return "", entry(p)
 		}
-		target, v, ok := h.checkPath(m, p, base)
+		target, v, ok := h.checkPath(m, p, base, true)
 		if !ok {
 			deny = &v
 			return "", errBeneathDenied
