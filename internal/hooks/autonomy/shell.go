@@ -210,7 +210,7 @@ func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext, dotGlob boo
 	if glob == "" {
 		return hooks.Allow
 	}
-	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold, HideDots: !dotGlob}
+	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold, HideDots: !dotGlob, DotGlob: dotGlob}
 	if strings.HasPrefix(glob, "~") {
 		home, err := homeDir()
 		if err != nil {
