@@ -90,6 +90,9 @@ func parseIndex(b []byte) ([]string, error) {
 				return nil, errors.New("extended flags in a version 2 index")
 			}
 			off += 2
+			if off > end {
+				return nil, errors.New("truncated entry")
+			}
 		}
 		switch mode & 0o170000 {
 		case 0o100000, 0o120000:

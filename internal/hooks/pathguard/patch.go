@@ -52,6 +52,10 @@ func patchPaths(patch string, stripAll bool) ([]string, error) {
 	// removed or added line of a hunk ("--- x" removes "-- x"), and a name
 	// that does not read is taken as written.
 	add := func(line, name string, strict bool) error {
+		if strings.HasPrefix(name, `"`) && len(name) > 1 {
+			// An applier that does not unquote names acts on it as written.
+			out = append(out, name)
+		}
 		name, err := patchName(name)
 		if err != nil && !strict {
 			name, err = strings.TrimSpace(line[min(len(line), 4):]), nil
