@@ -301,7 +301,7 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 		return shellVerdict(v, cmd)
 	}
 	fi, err := os.Stat(real)
-	if err != nil && w.MaybeRevision {
+	if w.WholeRepo || (err != nil && w.MaybeRevision) {
 		from := base
 		if from == "" {
 			from = h.res.Real

@@ -264,6 +264,17 @@ func TestGitDiffReadsOnlyWhatTheIndexHolds(t *testing.T) {
 		git(t, f.ws, "add", "-f", ".env")
 		requireShellDenied(t, h, "git diff", "git diff -- .")
 		requireShellAllowed(t, h, "git diff -- src")
+		// Without a pathspec git diff reads the whole repository, from
+		// any directory in it; with one, what it names.
+		inSrc := func(cmd string) bool {
+			return decide(t, h, "shell", obj(t, map[string]any{"command": cmd, "cwd": "src"})).Allowed
+		}
+		if inSrc("git diff") || inSrc("git diff --stat") {
+			t.Errorf("index version %s: git diff run in src was allowed with a tracked .env", version)
+		}
+		if !inSrc("git diff -- .") {
+			t.Errorf("index version %s: git diff -- . run in src was denied", version)
+		}
 		git(t, f.ws, "rm", "-q", "--cached", ".env")
 	}
 	// Staged, then deleted from the work tree: the index still has it.

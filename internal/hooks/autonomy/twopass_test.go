@@ -391,7 +391,7 @@ func (h *legacyHook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cm
 		return shellVerdict(v, cmd)
 	}
 	fi, err := os.Stat(real)
-	if err != nil && w.MaybeRevision {
+	if w.WholeRepo || (err != nil && w.MaybeRevision) {
 		from := base
 		if from == "" {
 			from = h.res.Real

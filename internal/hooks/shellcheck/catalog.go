@@ -635,12 +635,46 @@ func gitPaths(args []string) (paths, recursive, content []string, revs bool) {
 		content = after
 	case dashdash || len(plain) == 0:
 		if len(paths) == 0 || sub == "grep" || sub == "archive" {
+			// No pathspec: git grep searches the working directory,
+			// the others the whole repository (see gitWhole).
 			content = []string{"."}
 		}
 	default:
 		content, revs = plain, true
 	}
 	return paths, recursive, content, revs
+}
+
+// gitWhole reports whether the git arguments args name no pathspec, so
+// that a content reader other than git grep reads the whole repository,
+// wherever in it the command runs.
+func gitWhole(args []string) bool {
+	_, _, content, revs := gitPaths(args)
+	if revs || len(content) != 1 || content[0] != "." {
+		return false
+	}
+	sub, dashdash := "", false
+	skip := false
+	for _, v := range args {
+		if skip {
+			skip = false
+			continue
+		}
+		if v == "--" {
+			dashdash = true
+			continue
+		}
+		if !dashdash && strings.HasPrefix(v, "-") {
+			skip = sub == "" && slices.Contains(catalog["git"].valueOpts, v)
+			continue
+		}
+		if sub == "" && !dashdash {
+			sub = v
+			continue
+		}
+		return false // an explicit pathspec or object
+	}
+	return sub != "grep"
 }
 
 // gitDiffsIndex reports whether the git arguments args are a git diff

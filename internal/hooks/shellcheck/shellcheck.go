@@ -162,6 +162,9 @@ type Word struct {
 	// tree with the index (no revision, no --cached, no --no-index): it
 	// prints only files the index holds.
 	IndexOnly bool
+	// WholeRepo marks a Git word that stands for the whole repository the
+	// command runs in (no pathspec), not only the working directory.
+	WholeRepo bool
 }
 
 // Analysis is what a command line would do, as far as it can be known statically.
@@ -986,9 +989,10 @@ func (a *analyzer) catalogue(i int, base string, args []word) {
 			a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true, Git: true, NoFollow: true})
 		}
 		index := !revs && gitDiffsIndex(vals)
+		whole := gitWhole(vals)
 		for _, v := range content {
 			a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true, Git: true,
-				MaybeRevision: revs, NoFollow: true, IndexOnly: index})
+				MaybeRevision: revs, NoFollow: true, IndexOnly: index, WholeRepo: whole})
 		}
 	}
 }
