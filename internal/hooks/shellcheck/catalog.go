@@ -91,7 +91,7 @@ var catalog = map[string]progRule{
 		known: gitKnown, harmless: gitHarmless,
 		valueOpts: []string{"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env", "--attr-source"}},
 	"find": {opts: []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0",
-		"-fprintf", "-fls"}, recursiveAlways: true, style: styleWords},
+		"-fprintf", "-fls", "-files0-from"}, recursiveAlways: true, style: styleWords},
 	"xargs": {subs: nil, opts: []string{"-I", "-i", "--replace"}},
 	"env":   {opts: []string{"-S", "--split-string", "-C", "--chdir"}},
 	"sed":   {opts: []string{"-i", "--in-place", "-f", "--file", "-s", "--separate"}, script: sedScript},

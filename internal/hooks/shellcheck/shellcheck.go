@@ -999,8 +999,10 @@ func (a *analyzer) catalogue(i int, base string, args []word) {
 
 // findPaths are the starting points find walks: the operands after its
 // leading options (-H, -L, -P, -D x, -Ox) and before the expression (the
-// first word that starts with "-", "(", ")" or "!"), or "." when there are
-// none; an expression's arguments (-name x) are not paths.
+// first word that is "(" or "!" or starts with "-" and is longer: "-" is a
+// file name to find, and ")" and "," are taken as names too, which only
+// adds paths), or "." when there are none; an expression's arguments
+// (-name x) are not paths.
 func findPaths(vals []string) []string {
 	i := 0
 	for i < len(vals) {
@@ -1017,7 +1019,7 @@ operands:
 	var out []string
 	for ; i < len(vals); i++ {
 		v := vals[i]
-		if strings.HasPrefix(v, "-") || v == "(" || v == ")" || v == "!" {
+		if (strings.HasPrefix(v, "-") && v != "-") || v == "(" || v == "!" {
 			break
 		}
 		out = append(out, v)
