@@ -125,7 +125,7 @@ func (g *Guard) check(ctx context.Context, ask func(RuntimeGuard) Verdict) error
 			continue
 		}
 		d := en.decision(v.Rule, v.Reason)
-		d.Allowed = false
+		d.Allowed, d.Layer = false, LayerRuntime
 		if en.action == ActionWarn {
 			g.warn(d)
 			continue

@@ -126,7 +126,7 @@ func TestAuditLogWritesExactlyOneRecordPerCall(t *testing.T) {
 				"outcome": "denied",
 				"denial": map[string]any{"allowed": false, "hook": "Autonomy",
 					"policy": map[string]any{"kind": "AutonomyPolicy", "namespace": "team-a", "name": "strict"},
-					"rule":   "readonly", "reason": "write_file mutates and the mode is readonly", "enforcementAction": "Deny"},
+					"rule":   "readonly", "reason": "write_file mutates and the mode is readonly", "enforcementAction": "Deny", "layer": "static"},
 				"durationMs":   float64(0),
 				"resultLength": float64(len(hooks.DenialText + "Autonomy")),
 			},
@@ -147,7 +147,7 @@ func TestAuditLogWritesExactlyOneRecordPerCall(t *testing.T) {
 			name: "a warn-mode denial is recorded as a warning on a succeeded call",
 			tool: "search", args: secretArgs,
 			want: map[string]any{"outcome": "succeeded", "warnings": []any{map[string]any{"allowed": false,
-				"hook": "Budget", "rule": "maxToolCalls", "reason": "Budget of 10 calls used", "enforcementAction": "Warn"}}},
+				"hook": "Budget", "rule": "maxToolCalls", "reason": "Budget of 10 calls used", "enforcementAction": "Warn", "layer": "static"}}},
 			absent: []string{"denial"},
 		},
 		{

@@ -46,9 +46,25 @@
 //     each cd/pushd target, and checked like file paths. Bare words are
 //     included because an existing symlink in the workspace is named by a bare
 //     word; a consequence is that a word equal to a forbidden name (grep
-//     secret ...) is denied. /dev/null, /dev/zero, /dev/random, /dev/urandom,
-//     /dev/tty, /dev/std{in,out,err} and /dev/fd/N are exempt from the
-//     workspace check.
+//     secret ...) is denied. /dev/null, /dev/zero, /dev/random and
+//     /dev/urandom are exempt from the workspace check, and so are, in a
+//     shell word, the command's own streams (/dev/tty, /dev/std{in,out,err},
+//     /dev/fd/0 to 2). Any other path through a process's /proc directory
+//     (/dev/fd/N, /proc/self/fd/N, /proc/<pid>/root, links to them) and, for
+//     a file tool, /dev/tty name no file the check can see and are denied.
+//   - Shell commands are read as the shells read them: a here-document whose
+//     delimiter is quoted in any part is literal; a pattern component that
+//     does not start with a dot matches no name that does unless the
+//     command line may turn on dotglob; ls -R (without -L) and git read the
+//     symlinks beneath their operands as links; a git diff of the work tree
+//     against the index reads only the files the index holds; a plain value
+//     for a build switch or locale (CGO_ENABLED=0 go build) is verifiable;
+//     cd, pushd and popd need no allow-list entry (their targets are checked
+//     and become the base of later words); go's -gcflags, -asmflags and
+//     -ldflags lists are read as option lists (their files checked, flags
+//     not known unverifiable, the linker's -extld and -extar risky).
+//   - apply_patch texts are read in every header form an applier acts on
+//     (see pathguard.PatchPaths); a patch whose names do not read is denied.
 //   - Forbidden globs (doublestar) are matched, for each path, against the raw
 //     value, its lexical absolute form and its real path, and also against
 //     their ancestors (a forbidden directory forbids its contents). An
@@ -567,7 +583,11 @@ func (h *Hook) checkPatch(m *pathguard.Memo, call *hooks.Call, lower string, ask
 		if !ok || pathguard.IsPathKey(k, h.pathArgs[lower]) {
 			continue
 		}
-		for _, p := range pathguard.PatchFiles(text) {
+		files, err := pathguard.PatchPaths(text)
+		if err != nil {
+			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The patch in argument %q of %q cannot be checked: %v.", k, call.Tool, err))
+		}
+		for _, p := range files {
 			if _, v, ok := h.checkPath(m, p, "", st, "", true); !ok {
 				return v
 			}

@@ -153,7 +153,7 @@ func (h *Hook) checkCommandPaths(m *pathguard.Memo, an *shellcheck.Analysis, cmd
 			if writesOnly && !write {
 				continue
 			}
-			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, b, cmd, st, write); !v.Allowed {
+			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, an.DotGlob, b, cmd, st, write); !v.Allowed {
 				return v
 			}
 			// The trees beneath a recursive operand are not walked for
@@ -171,7 +171,7 @@ func (h *Hook) checkCommandPaths(m *pathguard.Memo, an *shellcheck.Analysis, cmd
 			if writesOnly && !write {
 				continue
 			}
-			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, b, cmd, st, write); !v.Allowed {
+			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, an.DotGlob, b, cmd, st, write); !v.Allowed {
 				return v
 			}
 		}
@@ -187,7 +187,7 @@ func (h *Hook) checkCommandNames(an *shellcheck.Analysis, cmd string, st *askSta
 		if st.open() {
 			h.askCommand(c.Text, st)
 		}
-		if !h.commandAllowed(c.Text) {
+		if !h.commandAllowed(c.Text) && !changesDirOnly(c) {
 			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
 				"Shell command %q is not allowed by allowedShellCommands.", c.Text))
 		}
@@ -204,6 +204,18 @@ func (h *Hook) checkCommandNames(an *shellcheck.Analysis, cmd string, st *askSta
 	return hooks.Allow
 }
 
+// changesDirOnly reports whether c is the cd, pushd or popd builtin run by
+// the shell itself with static arguments: it starts no program, and the
+// directory it changes to is checked as a path (shellcheck.Analysis.Dirs)
+// and becomes a base of the words after it, so it needs no allow-list entry.
+func changesDirOnly(c shellcheck.Command) bool {
+	switch c.Name {
+	case "cd", "pushd", "popd":
+		return !c.Wrapped && !c.Dynamic
+	}
+	return false
+}
+
 // askCommand matches one command's text against the ask commands.
 func (h *Hook) askCommand(text string, st *askState) {
 	for _, p := range h.askCommands {
@@ -215,8 +227,10 @@ func (h *Hook) askCommand(text string, st *askState) {
 }
 
 // checkWord checks one shell word and, for a glob, everything it can
-// expand to (shellcheck.Expand); with write, as paths that may be written.
-func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, cmd string, st *askState, write bool) hooks.Verdict {
+// expand to (shellcheck.Expand); dotGlob says the command line may make
+// patterns match names that start with a dot (shellcheck.Analysis.DotGlob);
+// with write, as paths that may be written.
+func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext, dotGlob bool, base, cmd string, st *askState, write bool) hooks.Verdict {
 	if value == "" {
 		return hooks.Allow
 	}
@@ -226,7 +240,7 @@ func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, 
 	if glob == "" {
 		return hooks.Allow
 	}
-	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold}
+	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold, HideDots: !dotGlob, DotGlob: dotGlob}
 	if strings.HasPrefix(glob, "~") {
 		home, err := homeDir()
 		if err != nil {
@@ -317,7 +331,7 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 		return shellVerdict(v, cmd)
 	}
 	fi, err := os.Stat(real)
-	if err != nil && w.MaybeRevision {
+	if w.WholeRepo || (err != nil && w.MaybeRevision) {
 		from := base
 		if from == "" {
 			from = h.res.Real
@@ -329,7 +343,11 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 		return hooks.Allow // a file (checked) or nothing to descend into
 	}
 	var deny *hooks.Verdict
-	err = pathguard.WalkTree(real, maxBeneath, w.Git, func(p string) (string, error) {
+	var entry func(p string) error
+	link := func(p string) (string, error) {
+		if w.NoFollow {
+			return "", entry(p) // read as a link: its own name is what is touched
+		}
 		target, v, ok := h.checkPath(m, p, base, st, cmd, false)
 		if !ok {
 			deny = &v
@@ -339,7 +357,8 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 			return target, nil // -R, -L and find -L descend into it
 		}
 		return "", nil
-	}, func(p string) error {
+	}
+	entry = func(p string) error {
 		ask := h.askingPaths(st)
 		if len(h.forbidden) == 0 && !ask {
 			return nil
@@ -358,7 +377,15 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 			return errBeneathDenied
 		}
 		return nil
-	})
+	}
+	if w.IndexOnly {
+		err = walkIndex(real, base, h.res.Real, entry)
+		if errors.Is(err, errNoIndex) {
+			err = pathguard.WalkTree(real, maxBeneath, w.Git, link, entry)
+		}
+	} else {
+		err = pathguard.WalkTree(real, maxBeneath, w.Git, link, entry)
+	}
 	switch {
 	case errors.Is(err, pathguard.ErrTooManyEntries):
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
@@ -431,4 +458,35 @@ func MatchCommand(pattern, text string) bool {
 		pi++
 	}
 	return pi == len(pattern)
+}
+
+// errNoIndex says walkIndex read no index: the caller walks the tree.
+var errNoIndex = pathguard.ErrIndexUnread
+
+// walkIndex calls entry with each path the index of the repository a git
+// command run in base works on holds beneath dir, as an absolute path:
+// what a git diff of the work tree against the index prints. It returns
+// errNoIndex when the index cannot be read (pathguard.IndexPaths) or dir
+// is not in the repository.
+func walkIndex(dir, base, root string, entry func(p string) error) error {
+	if base == "" {
+		base = root
+	}
+	repo, paths, err := pathguard.IndexPaths(base)
+	if err != nil {
+		return err
+	}
+	if !pathguard.Within(dir, repo) {
+		return fmt.Errorf("%w: %s is outside the repository %s", errNoIndex, dir, repo)
+	}
+	for _, p := range paths {
+		abs := repo + "/" + p
+		if !pathguard.Within(abs, dir) {
+			continue
+		}
+		if err := entry(abs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
