@@ -22,7 +22,7 @@ HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 
 # Packages tested by `make test`: everything but the kind-style e2e suite.
 TEST_PKGS ?= ./...
-TEST_FLAGS ?= -race -count=1
+TEST_FLAGS ?= -race -count=1 -timeout 30m
 BENCH ?= .
 BENCH_PKGS ?= ./...
 
