@@ -237,7 +237,7 @@ func TestExecute(t *testing.T) {
 			call: &hooks.Call{Tool: "echo", Args: map[string]any{}, ArgsErr: &hooks.Refusal{Rule: hooks.RuleUnauthenticated, Err: errors.New("no bearer token")}},
 			want: hooks.Result{Status: hooks.StatusDenied, Output: "Tool execution denied by hook: request",
 				Denial: &hooks.Decision{Hook: hooks.RequestHookName, Rule: hooks.RuleUnauthenticated,
-					Reason: "The request was refused: no bearer token", Action: hooks.ActionDeny}},
+					Reason: "The request was refused: no bearer token", Action: hooks.ActionDeny, Layer: hooks.LayerStatic}},
 			wantTrace: []string{"after:a:denied"},
 		},
 		{
