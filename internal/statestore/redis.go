@@ -66,8 +66,17 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultTimeout bounds each operation of a call.
-	DefaultTimeout = 100 * time.Millisecond
+	// DefaultTimeout is how long a call waits for a server that sends
+	// nothing after its reservation was written. Only a stalled server
+	// costs it: a call to one that answers returns with the reply. It is
+	// sized for a busy host: on two cores shared ten times over, a
+	// loopback redis-server was descheduled for up to 95 ms in the middle
+	// of a script (LATENCY LATEST), and a shorter deadline would deny such
+	// a server's calls; 250 ms keeps a wide margin over that and is still
+	// short next to the tool calls it gates, and a server that stays
+	// stalled is found down by the health check within half a second,
+	// after which calls fail at once.
+	DefaultTimeout = 250 * time.Millisecond
 	// DefaultKeyPrefix starts every key.
 	DefaultKeyPrefix = "toolhooks:"
 	// minReleaseTimeout bounds a release at least this long: a release
@@ -79,6 +88,9 @@ const (
 	// gateway keeps retrying the release of a reservation whose outcome it
 	// did not learn.
 	recordTTL = 2 * time.Minute
+	// lateRetries is how many times a reservation that the server ran
+	// after its deadline (taking nothing) is sent again.
+	lateRetries = 2
 	// rateWindow is the window of the per-minute rate limits.
 	rateWindow = time.Minute
 )
@@ -237,11 +249,17 @@ func (s *Redis) Reserve(ctx context.Context, r *contract.Reservation) (hooks.Ver
 		s.key(r.Policy, "r", r.RateRules, r.Call.SenderID+"\x00"+r.Call.Tool),
 	}
 	start := time.Now()
-	out, err := s.pipes.reserve(ctx, &reserveOp{keys: keys, budget: r.MaxToolCalls > 0, args: []string{
+	args := []string{
 		strconv.Itoa(r.MaxToolCalls), strconv.FormatInt(s.sessionTTL, 10),
 		strconv.Itoa(r.CallerCalls), strconv.FormatInt(r.CallerWindow.Milliseconds(), 10),
 		strconv.Itoa(r.RatePerMinute), strconv.FormatInt(rateWindow.Milliseconds(), 10),
-		strconv.FormatInt(recordTTL.Milliseconds(), 10)}})
+		strconv.FormatInt(recordTTL.Milliseconds(), 10)}
+	out, err := s.pipes.reserve(ctx, &reserveOp{keys: keys, args: args, budget: r.MaxToolCalls > 0})
+	for try := 0; err == nil && out == "late" && try < lateRetries; try++ {
+		// The server answers, but ran the reservation after its deadline (a
+		// busy host): it took nothing, so sending it again cannot count twice.
+		out, err = s.pipes.reserve(ctx, &reserveOp{keys: keys, args: args, budget: r.MaxToolCalls > 0})
+	}
 	if err == nil && out == "late" {
 		// The server ran it after the call gave up waiting: nothing was taken.
 		err = notSent{fmt.Errorf("the state store ran the reservation after its deadline (%s) and took nothing", s.timeout)}
