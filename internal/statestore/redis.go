@@ -197,7 +197,8 @@ func New(opts Options) (*Redis, error) {
 		DisableIdentity: true,
 	})
 	s.pipes = newPipelines(dialer{addr: opts.Address, username: opts.Username, password: opts.Password, db: opts.DB, tls: opts.TLS},
-		s.timeout, reserveScript.Hash(), s.evalReserve, s.health.suspect, s.health.serverClock, s.releaseLater)
+		s.timeout, reserveScript.Hash(), s.evalReserve, s.health.suspect, s.health.serverClock,
+		func(op *reserveOp) { s.releaseLater(op.keys[1], op.keys[0]) })
 	s.health.start(s)
 	return s, nil
 }
@@ -308,7 +309,13 @@ func (s *Redis) Settle(ctx context.Context, r *contract.Reservation, executed bo
 	if executed || r.MaxToolCalls == 0 {
 		return nil
 	}
-	return s.release(ctx, s.key(r.Policy, "s", r.Session), s.key(r.Policy, "rsv", r.ID))
+	session, record := s.key(r.Policy, "s", r.Session), s.key(r.Policy, "rsv", r.ID)
+	err := s.release(ctx, session, record)
+	if err != nil {
+		// The slot must not stay taken by a call that did not run.
+		s.releaseLater(session, record)
+	}
+	return err
 }
 
 // release runs the release script for the reservation recorded under
@@ -327,18 +334,19 @@ func (s *Redis) release(ctx context.Context, session, record string) error {
 // is failing.
 const maxReleasesInFlight = 1024
 
-// releaseLater gives back the session slot of a reservation whose caller
-// gave up on it (and denied the call) but that the server may have taken:
-// its reply came after the caller gave up, or its connection failed before
-// the reply. Releasing a reservation the server has not run records it
-// cancelled, so that it takes nothing if it runs later; so the release is
-// retried, with backoff, until the server answers or a minute has passed.
-func (s *Redis) releaseLater(op *reserveOp) {
+// releaseLater gives back, in the background, the session slot of a
+// reservation recorded under record for a call that did not run: one whose
+// caller gave up on it (and denied the call) but that the server may have
+// taken (its reply came after the caller gave up, or its connection failed
+// before the reply), or one whose release failed. Releasing a reservation
+// the server has not run records it cancelled, so that it takes nothing if
+// it runs later; so the release is retried, with backoff, until the server
+// answers or a minute has passed.
+func (s *Redis) releaseLater(session, record string) {
 	if s.releasing.Add(1) > maxReleasesInFlight {
 		s.releasing.Add(-1)
 		return
 	}
-	session, record := op.keys[1], op.keys[0]
 	go func() {
 		defer s.releasing.Add(-1)
 		wait := 50 * time.Millisecond

@@ -653,3 +653,26 @@ func TestEveryCallToAStoppedStoreIsDeniedWhileItIsStopped(t *testing.T) {
 		t.Fatalf("the server counted %d calls, 1 ran: reservations it ran after their deadline took a slot", n)
 	}
 }
+
+// A release that fails (the server is down) is retried in the background
+// until the server is back: the slot of a call that did not run is not kept.
+func TestAReleaseThatFailsIsRetriedUntilTheServerIsBack(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv, statestore.Options{})
+	r := &contract.Reservation{ID: "r1", Call: call("s", "alice", "x"), Policy: "uid", Session: "alice\x00s", MaxToolCalls: 10}
+	if v, err := s.Reserve(context.Background(), r); err != nil || !v.Allowed {
+		t.Fatalf("Reserve: %+v, %v", v, err)
+	}
+	srv.Stop()
+	if err := s.Settle(context.Background(), r, false); err == nil {
+		t.Fatal("a release to a stopped server succeeded")
+	}
+	srv.Restart()
+	deadline := time.Now().Add(time.Minute)
+	for sessionCount(t, srv, "uid", "s") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the failed release was never retried: the slot of a call that did not run stays taken")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
