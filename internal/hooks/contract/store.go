@@ -28,8 +28,10 @@ const (
 	StateFailureIgnore StateFailurePolicy = "Ignore"
 )
 
-// ErrNotSent is wrapped by a Reserve error when nothing reached the store
-// (it was known to be down), so there is no reservation to give back.
+// ErrNotSent is wrapped by a Reserve error when the store holds nothing of
+// the reservation for the caller to give back: nothing reached it (it was
+// known to be down), it refused the reservation as late, or it gives back
+// itself whatever it took.
 var ErrNotSent = errors.New("not sent to the state store")
 
 // Store counts the calls of contracts: session budgets, per-caller windows
@@ -40,7 +42,7 @@ type Store interface {
 	// Reserve takes one call from every limit r names, all or nothing, and
 	// returns the denial of the first limit that has no room. Retrying a
 	// Reserve with the same r.ID counts the call once. An error wrapping
-	// ErrNotSent means the store never saw the reservation.
+	// ErrNotSent means there is nothing to give back.
 	Reserve(ctx context.Context, r *Reservation) (hooks.Verdict, error)
 	// Settle commits r's session slot (executed) or gives it back; settling
 	// twice changes nothing.
