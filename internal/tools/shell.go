@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
+	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
 
 // shellWaitDelay is how long the shell tool waits for a command's output
@@ -299,7 +300,8 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = shellWaitDelay
-	if err := s.w.opts.Sandbox.Start(cmd, []string{s.w.res.Real, s.tmp}); err != nil {
+	conf := sandbox.Confinement{Workspace: s.w.res.Real, Policy: guardPolicy{ctx: ctx, g: s.guard}, Writable: []string{s.tmp}}
+	if err := s.w.opts.Sandbox.Start(cmd, conf); err != nil {
 		_, _ = fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
 		return interp.ExitStatus(126)
 	}
@@ -317,6 +319,20 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 		return err
 	}
 }
+
+// guardPolicy is the call's guard as the sandbox asks it: the programs a
+// command starts may reach exactly what the guard would let the tools
+// themselves open.
+type guardPolicy struct {
+	ctx context.Context
+	g   *hooks.Guard
+}
+
+func (p guardPolicy) Key() string                    { return p.g.PolicyKey() }
+func (p guardPolicy) RefusesRead(path string) bool   { return p.g.Refuses(p.ctx, path) }
+func (p guardPolicy) RefusesWrite(path string) bool  { return p.g.RefusesWrite(p.ctx, path) }
+func (p guardPolicy) RefusesSystem(path string) bool { return p.g.RefusesSystem(p.ctx, path) }
+func (p guardPolicy) Err() error                     { return p.ctx.Err() }
 
 // open opens a file for the interpreter: a redirection, $(<file), source.
 func (s *shellRun) open(ctx context.Context, path string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {

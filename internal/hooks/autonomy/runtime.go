@@ -8,7 +8,10 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
 
-var _ hooks.RuntimeGuard = (*Hook)(nil)
+var (
+	_ hooks.RuntimeGuard    = (*Hook)(nil)
+	_ hooks.SystemPathGuard = (*Hook)(nil)
+)
 
 // CheckExec allows a call the subjects do not bind. For one they bind it
 // re-checks, while a shell tool runs, one command it is about to start: the
@@ -52,6 +55,31 @@ func (h *Hook) CheckOpen(_ context.Context, call *hooks.Call, path string, write
 	if _, v, ok := h.checkPath(nil, path, "", nil, ""); !ok {
 		v.Reason = "At run time: " + v.Reason
 		return v
+	}
+	return hooks.Allow
+}
+
+// CheckSystemPath allows a call the subjects do not bind. For one they bind
+// it decides whether the programs a tool starts may read a system path
+// they need (the loader's files, libraries, /usr): with the forbidden globs
+// only, since workspaceOnly keeps tools, not the system those programs run
+// on, out.
+func (h *Hook) CheckSystemPath(_ context.Context, call *hooks.Call, path string) hooks.Verdict {
+	if !h.subjects.Matches(call) || len(h.forbidden) == 0 {
+		return hooks.Allow
+	}
+	real := path
+	if h.res != nil {
+		r, err := h.res.ResolveFromMemo(nil, "/", path)
+		if err != nil {
+			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("System path %q cannot be resolved safely: %v.", path, err))
+		}
+		real = r
+	}
+	var pf pathForms
+	h.forms(&pf, path, "/", real)
+	if g, ok := matchGlobs(h.forbidden, &pf); ok {
+		return hooks.Deny(RuleForbiddenPaths, fmt.Sprintf("System path %q (real path %q) matches the forbidden path glob %q.", path, real, g))
 	}
 	return hooks.Allow
 }
