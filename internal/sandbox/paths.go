@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -139,6 +140,8 @@ func (c *compiled) closeRules() {
 
 // ruleCache keeps the compiled rules of the last few policies and workspaces.
 type ruleCache struct {
+	walks atomic.Int64 // how many times a workspace was walked
+
 	mu      sync.Mutex
 	entries map[string]*compiled
 	tick    uint64
@@ -256,6 +259,7 @@ func (s *Sandbox) readRightsOf() uint64 {
 // directory when it can.
 func (s *Sandbox) compile(c *compiled, pol PathPolicy, handled uint64) error {
 	c.closeRules()
+	s.cache.walks.Add(1)
 	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err == nil {
 		c.inotify = in
@@ -316,7 +320,8 @@ func (w *walker) walkDir(fd int, n *node) error {
 	n.w = n.r || w.pol.RefusesWrite(p)
 	n.create = n.w || w.pol.RefusesWrite(p+"/"+probeName)
 	if w.c.inotify >= 0 && !w.noWatch {
-		// Watched before it is read: whatever changes after the read is queued.
+		// Watched before it is read, through the descriptor (never a path a
+		// symbolic link could redirect): whatever changes after is queued.
 		wd, err := unix.InotifyAddWatch(w.c.inotify, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
 		if err != nil {
 			w.noWatch = true
@@ -527,7 +532,7 @@ func (e *emitter) add(n *node, rights uint64) {
 // watchMask is what the watches report: any name appearing in, leaving or
 // moving within a directory, and the directory itself going away.
 const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
-	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
 
 // stillValid drains c's watches and reports whether its rules still hold:
 // nothing changed but files that are permitted, not hard links, created in

@@ -34,7 +34,7 @@ func layout(t *testing.T) (ws, secret string) {
 	return ws, secret
 }
 
-func landlock(t *testing.T) *sandbox.Sandbox {
+func landlock(t testing.TB) *sandbox.Sandbox {
 	t.Helper()
 	s, err := sandbox.New(sandbox.Config{})
 	if err != nil {
