@@ -25,11 +25,15 @@ type guardPolicy struct {
 	g   *hooks.Guard
 }
 
-func (p guardPolicy) Key() string                    { return p.key }
-func (p guardPolicy) RefusesRead(path string) bool   { return p.g.Refuses(context.Background(), path) }
-func (p guardPolicy) RefusesWrite(path string) bool  { return p.g.RefusesWrite(context.Background(), path) }
-func (p guardPolicy) RefusesSystem(path string) bool { return p.g.RefusesSystem(context.Background(), path) }
-func (p guardPolicy) Err() error                     { return nil }
+func (p guardPolicy) Key() string                  { return p.key }
+func (p guardPolicy) RefusesRead(path string) bool { return p.g.Refuses(context.Background(), path) }
+func (p guardPolicy) RefusesWrite(path string) bool {
+	return p.g.RefusesWrite(context.Background(), path)
+}
+func (p guardPolicy) RefusesSystem(path string) bool {
+	return p.g.RefusesSystem(context.Background(), path)
+}
+func (p guardPolicy) Err() error { return nil }
 
 // autonomyPolicy returns the path policy of an Autonomy hook over ws.
 func autonomyPolicy(t testing.TB, ws, key string, cfg autonomy.Config) (guardPolicy, error) {
