@@ -101,8 +101,15 @@ type node struct {
 	create     bool // (directories) creating a new file in it is refused
 	unreadable bool // r somewhere in the subtree, itself included
 	unwritable bool // w or create somewhere in the subtree
-	clean      bool // inside (or at) a rule granting every right
+	cover      uint8 // (directories) what the rules grant beneath it: coverNone, coverRead or coverAll
 }
+
+// What the rules grant everything beneath a directory.
+const (
+	coverNone = iota // nothing: its entries have rules of their own
+	coverRead        // reading; its entries' rules add writing
+	coverAll         // every right
+)
 
 // compiled is the rules of one policy for one workspace, with the inotify
 // watches that tell when the tree changed in a way that may make them wrong.
@@ -474,6 +481,7 @@ func (e *emitter) emit(n *node, read bool) {
 		if !read {
 			e.add(n, readR)
 		}
+		n.cover = coverRead
 		for _, k := range n.kids {
 			e.emit(k, true)
 		}
@@ -488,7 +496,7 @@ func (e *emitter) emit(n *node, read bool) {
 }
 
 func markClean(n *node) {
-	n.clean = true
+	n.cover = coverAll
 	for _, k := range n.kids {
 		markClean(k)
 	}
@@ -557,40 +565,83 @@ func (s *Sandbox) stillValid(c *compiled, pol PathPolicy) bool {
 			}
 			off += unix.SizeofInotifyEvent + int(ev.Len)
 			if ok {
-				ok = c.harmless(ev.Wd, ev.Mask, string(name), pol)
+				ok = s.harmless(c, ev.Wd, ev.Mask, string(name), pol)
 			}
 		}
 	}
 }
 
-// harmless reports whether one event leaves the rules exact.
-func (c *compiled) harmless(wd int32, mask uint32, name string, pol PathPolicy) bool {
+// harmless reports whether one event leaves the rules exact, adding the
+// rule a new permitted file needs where no directory's rule covers it.
+func (s *Sandbox) harmless(c *compiled, wd int32, mask uint32, name string, pol PathPolicy) bool {
 	n := c.dirs[wd]
-	if n == nil || !n.clean || mask&unix.IN_ISDIR != 0 {
+	if n == nil || mask&unix.IN_ISDIR != 0 {
 		return false
 	}
 	switch {
-	case mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
-		return true // it had no rule of its own: it was inside n's
+	case mask&unix.IN_DELETE != 0:
+		return true // the inode keeps the rules it had, and no other name gains any
+	case mask&unix.IN_MOVED_FROM != 0:
+		return n.cover == coverAll // it had no rule of its own, which could follow it anywhere
 	case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
 	default:
 		return false
 	}
-	p := c.root + "/" + name
+	rel := name
 	if n.rel != "" {
-		p = c.root + "/" + n.rel + "/" + name
+		rel = n.rel + "/" + name
 	}
+	p := c.root + "/" + rel
 	var st unix.Stat_t
 	if err := unix.Lstat(p, &st); err != nil {
 		return errors.Is(err, unix.ENOENT) // already gone again
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFLNK:
-		return true
+		return true // no rule: following it reaches only what its target's rules grant
 	case unix.S_IFDIR:
 		return false
 	}
-	return st.Nlink == 1 && !pol.RefusesRead(p) && !pol.RefusesWrite(p)
+	if st.Nlink != 1 {
+		return false // another name of an inode that may be refused
+	}
+	r := pol.RefusesRead(p)
+	w := r || pol.RefusesWrite(p)
+	if mask&unix.IN_MOVED_TO != 0 && w {
+		return false // a moved inode may carry a rule of its own
+	}
+	var rights uint64
+	switch n.cover {
+	case coverAll:
+		return !w
+	case coverRead:
+		if r {
+			return false
+		}
+	default:
+		if r {
+			return true // a new inode, which no rule grants
+		}
+		rights = s.readRightsOf() &^ llsys.AccessFSReadDir
+	}
+	if !w {
+		rights |= writeRights
+	}
+	if rights == 0 {
+		return true
+	}
+	root, err := unix.Open(c.root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = unix.Close(root) }()
+	e := emitter{s: s, root: c.root, rootFD: root, handled: ^uint64(0)}
+	e.add(&node{rel: rel, ino: st.Ino}, rights)
+	if e.err != nil || len(e.rules) != 1 {
+		return false
+	}
+	c.rules = append(c.rules, e.rules[0])
+	return true
 }
 
 // compileSystem computes the rules of the system paths: every configured

@@ -103,6 +103,21 @@ func TestTheCachedRulesFollowNewForbiddenFiles(t *testing.T) {
 	if out, err := cat("src/new.txt"); err != nil || out != "new\n" || s.Walks() != walks {
 		t.Fatalf("a permitted new file: %q %v, walks %d -> %d", out, err, walks, s.Walks())
 	}
+	// At the root, where .env keeps the directory's rule to listing, a new
+	// permitted file gets a rule of its own and a new forbidden one none.
+	write(t, filepath.Join(ws, "root.txt"), "root\n")
+	write(t, filepath.Join(ws, "secrets/k"), "SECRET=new-dir\n")
+	if out, err := cat("root.txt"); err != nil || out != "root\n" {
+		t.Fatalf("a permitted new file at the root: %q %v", out, err)
+	}
+	if out, err := cat("secrets/k"); err == nil || strings.Contains(out, "SECRET") {
+		t.Fatalf("a new forbidden directory at the root: %q %v", out, err)
+	}
+	walks = s.Walks()
+	write(t, filepath.Join(ws, "root2.txt"), "root2\n")
+	if out, err := cat("root2.txt"); err != nil || out != "root2\n" || s.Walks() != walks {
+		t.Fatalf("a permitted new file at the root: %q %v, walks %d -> %d", out, err, walks, s.Walks())
+	}
 
 	steps := []struct {
 		name   string
@@ -174,6 +189,17 @@ func buildTree(t testing.TB, ws string, data []byte) {
 	t.Helper()
 	dirs := []string{""}
 	var files []string
+	_ = filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(ws, p)
+		switch {
+		case err != nil || p == ws:
+		case d.IsDir():
+			dirs = append(dirs, rel)
+		case d.Type().IsRegular():
+			files = append(files, rel)
+		}
+		return nil
+	})
 	for i := 0; i+2 < len(data) && i < 3*30; i += 3 {
 		op, name, at := data[i]%5, fuzzNames[int(data[i+1])%len(fuzzNames)], dirs[int(data[i+2])%len(dirs)]
 		rel := filepath.Join(at, name)
@@ -218,10 +244,27 @@ func FuzzKernelRulesMatchThePolicy(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 2, 1, 1, 3, 2, 1, 4, 0, 4, 0, 3, 3, 5, 1, 1, 6, 2}, []byte{2, 5}, false)
 	f.Add([]byte{0, 3, 0, 1, 4, 1, 0, 1, 0, 1, 0, 2, 3, 6, 1, 4, 2, 2, 1, 1, 1}, []byte{14, 3, 6}, true)
 	f.Add([]byte{1, 0, 0, 4, 1, 0, 0, 2, 0, 1, 6, 1, 3, 0, 2, 0, 5, 0, 1, 2, 3}, []byte{7, 11}, false)
+	// c/.env appears in a permitted directory between the two starts.
+	f.Add([]byte{0, 5, 0, 1, 6, 1, 3, 1, 0, 1, 6, 0, 2, 2}, []byte{0}, false)
 	s := landlock(f)
 	f.Fuzz(func(t *testing.T, tree, globs []byte, readOnly bool) {
 		ws := mustEval(t, t.TempDir())
 		buildTree(t, ws, tree)
+		// The tree changes between two starts under the same policy: the
+		// second start's rules (kept or computed again) must match too.
+		key := ws
+		checkKernelRules(t, s, ws, key, globs, readOnly)
+		if len(tree) > 6 {
+			buildTree(t, ws, append(tree[len(tree)/2:], tree[:len(tree)/2]...))
+			checkKernelRules(t, s, ws, key, globs, readOnly)
+		}
+	})
+}
+
+// checkKernelRules compares what a confined program can open in ws with
+// what the policy of globs permits.
+func checkKernelRules(t *testing.T, s *sandbox.Sandbox, ws, key string, globs []byte, readOnly bool) {
+	{
 		var forbidden []string
 		for i, b := range globs {
 			if i == 3 {
@@ -233,7 +276,7 @@ func FuzzKernelRulesMatchThePolicy(f *testing.F) {
 		if readOnly {
 			cfg.Mode = autonomy.ModeReadOnly
 		}
-		pol, err := autonomyPolicy(t, ws, "", cfg)
+		pol, err := autonomyPolicy(t, ws, key, cfg)
 		if err != nil {
 			t.Skip(err)
 		}
@@ -308,7 +351,7 @@ func FuzzKernelRulesMatchThePolicy(f *testing.F) {
 			slices.Sort(diff)
 			t.Fatalf("globs %q readonly %v, tree:\n%s\n%s", forbidden, readOnly, listTree(ws), strings.Join(diff, "\n"))
 		}
-	})
+	}
 }
 
 func listTree(ws string) string {
