@@ -97,10 +97,10 @@ type node struct {
 	dir  bool
 	kids []*node
 
-	r, w       bool // refused for reading, for writing
-	create     bool // (directories) creating a new file in it is refused
-	unreadable bool // r somewhere in the subtree, itself included
-	unwritable bool // w or create somewhere in the subtree
+	r, w       bool  // refused for reading, for writing
+	create     bool  // (directories) creating a new file in it is refused
+	unreadable bool  // r somewhere in the subtree, itself included
+	unwritable bool  // w or create somewhere in the subtree
 	cover      uint8 // (directories) what the rules grant beneath it: coverNone, coverRead or coverAll
 }
 
