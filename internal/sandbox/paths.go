@@ -46,10 +46,12 @@ import (
 type PathPolicy interface {
 	// Key identifies the answers; "" means they may not be cached.
 	Key() string
-	// RefusesRead reports whether path (absolute) may not be read.
+	// RefusesRead reports whether path may not be read. path is real:
+	// absolute, clean, and no component of it was a symbolic link when
+	// the workspace was walked (opened without following any).
 	RefusesRead(path string) bool
-	// RefusesWrite reports whether path (absolute) may not be written,
-	// created, removed or renamed.
+	// RefusesWrite reports whether path (real, as for RefusesRead) may not
+	// be written, created, removed or renamed.
 	RefusesWrite(path string) bool
 	// RefusesSystem reports whether programs may not read the system path
 	// (absolute, outside the workspace) that they need to run.

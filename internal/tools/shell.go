@@ -21,6 +21,7 @@ import (
 	"mvdan.cc/sh/v3/interp"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
@@ -300,7 +301,7 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = shellWaitDelay
-	conf := sandbox.Confinement{Workspace: s.w.res.Real, Policy: guardPolicy{ctx: ctx, g: s.guard}, Writable: []string{s.tmp}}
+	conf := sandbox.Confinement{Workspace: s.w.res.Real, Policy: newGuardPolicy(ctx, s.guard), Writable: []string{s.tmp}}
 	if err := s.w.opts.Sandbox.Start(cmd, conf); err != nil {
 		_, _ = fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
 		return interp.ExitStatus(126)
@@ -322,15 +323,21 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 
 // guardPolicy is the call's guard as the sandbox asks it: the programs a
 // command starts may reach exactly what the guard would let the tools
-// themselves open.
+// themselves open. The sandbox asks about the workspace's paths as it
+// walks them without following a symbolic link (real), so the checks need
+// not resolve them again.
 type guardPolicy struct {
-	ctx context.Context
-	g   *hooks.Guard
+	ctx, real context.Context
+	g         *hooks.Guard
+}
+
+func newGuardPolicy(ctx context.Context, g *hooks.Guard) guardPolicy {
+	return guardPolicy{ctx: ctx, real: pathguard.WithRealPaths(ctx), g: g}
 }
 
 func (p guardPolicy) Key() string                    { return p.g.PolicyKey() }
-func (p guardPolicy) RefusesRead(path string) bool   { return p.g.Refuses(p.ctx, path) }
-func (p guardPolicy) RefusesWrite(path string) bool  { return p.g.RefusesWrite(p.ctx, path) }
+func (p guardPolicy) RefusesRead(path string) bool   { return p.g.Refuses(p.real, path) }
+func (p guardPolicy) RefusesWrite(path string) bool  { return p.g.RefusesWrite(p.real, path) }
 func (p guardPolicy) RefusesSystem(path string) bool { return p.g.RefusesSystem(p.ctx, path) }
 func (p guardPolicy) Err() error                     { return p.ctx.Err() }
 

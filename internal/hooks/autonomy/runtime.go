@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
 
@@ -45,14 +46,14 @@ func (h *Hook) CheckExec(_ context.Context, call *hooks.Call, dir string, env, a
 // re-checks a file a tool is about to open with the path rules
 // (workspace-only, forbidden globs); in readonly mode nothing is opened for
 // writing.
-func (h *Hook) CheckOpen(_ context.Context, call *hooks.Call, path string, write bool) hooks.Verdict {
+func (h *Hook) CheckOpen(ctx context.Context, call *hooks.Call, path string, write bool) hooks.Verdict {
 	if !h.subjects.Matches(call) {
 		return hooks.Allow
 	}
 	if write && h.readOnly {
 		return hooks.Deny(RuleReadOnly, fmt.Sprintf("Tool %q tried to open %q for writing and the mode is readonly.", call.Tool, path))
 	}
-	if _, v, ok := h.checkPath(nil, path, "", nil, ""); !ok {
+	if _, v, ok := h.checkPath(pathguard.RealPathsMemo(ctx), path, "", nil, ""); !ok {
 		v.Reason = "At run time: " + v.Reason
 		return v
 	}
