@@ -121,7 +121,7 @@ type compiled struct {
 	root    string
 	valid   bool
 	rules   []rule // the workspace's
-	sys     []rule // the system paths'
+	sys     []rule // the system paths' (systemRules only)
 	inotify int    // -1 when not watching: the rules are computed for every start
 	dirs    map[int32]*node
 	used    uint64
@@ -218,20 +218,8 @@ func (s *Sandbox) pathRules(ruleset int, c Confinement, handled uint64) error {
 			cc.closeRules()
 			return err
 		}
-		if cc.sys == nil {
-			if err := s.compileSystem(cc, c.Policy); err != nil {
-				return err
-			}
-		}
 		if c.Policy.Err() != nil || key == "" || cc.inotify < 0 {
-			// Used for this start alone.
-			defer func() {
-				cc.closeRules()
-				for _, r := range cc.sys {
-					_ = unix.Close(r.fd)
-				}
-				cc.sys = nil
-			}()
+			defer cc.closeRules() // used for this start alone
 		}
 	}
 	for _, r := range cc.rules {
@@ -239,12 +227,9 @@ func (s *Sandbox) pathRules(ruleset int, c Confinement, handled uint64) error {
 			return err
 		}
 	}
-	for _, r := range cc.sys {
-		if err := addFDRule(ruleset, r.fd, r.rights&handled); err != nil {
-			return err
-		}
-	}
-	return s.deviceRules(ruleset, handled)
+	// The system paths are opened for every start: a file replaced there
+	// (a new loader cache) gets the rule, not its old inode.
+	return s.systemRules(ruleset, c.Policy, handled)
 }
 
 // workspaceRights are the rights of a fully permitted directory of the workspace.
@@ -312,6 +297,8 @@ type walker struct {
 	rIno, wIno map[uint64]bool // inodes of files refused for reading, for writing
 	dirs       map[int32]*node // by watch descriptor
 	noWatch    bool            // a directory could not be watched
+	statFiles  bool            // look at every file's link count
+	links      bool            // (statFiles) a file has another name
 	buf        [8192]byte
 }
 
@@ -401,6 +388,12 @@ func (w *walker) walkDir(fd int, n *node) error {
 				return err
 			}
 		} else {
+			if w.statFiles {
+				var st unix.Stat_t
+				if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Nlink != 1 {
+					w.links = true
+				}
+			}
 			kp := w.abs(rel)
 			kid.r = w.pol.RefusesRead(kp)
 			kid.w = kid.r || w.pol.RefusesWrite(kp)
@@ -577,7 +570,17 @@ func (s *Sandbox) stillValid(c *compiled, pol PathPolicy) bool {
 // rule a new permitted file needs where no directory's rule covers it.
 func (s *Sandbox) harmless(c *compiled, wd int32, mask uint32, name string, pol PathPolicy) bool {
 	n := c.dirs[wd]
-	if n == nil || mask&unix.IN_ISDIR != 0 {
+	switch {
+	case n == nil:
+		return false
+	case mask&unix.IN_DELETE_SELF != 0:
+		return true // n was removed, empty
+	case mask&unix.IN_ISDIR == 0:
+	case mask&unix.IN_DELETE != 0:
+		return true
+	case mask&unix.IN_CREATE != 0:
+		return s.newDir(c, n, name, pol)
+	default:
 		return false
 	}
 	switch {
@@ -643,6 +646,63 @@ func (s *Sandbox) harmless(c *compiled, wd int32, mask uint32, name string, pol 
 		return false
 	}
 	c.rules = append(c.rules, e.rules[0])
+	return true
+}
+
+// newDir takes in a directory created in n: it is walked and watched, and
+// gets the rules it would get from a new walk of the whole workspace, or
+// the whole workspace must be walked again (false).
+func (s *Sandbox) newDir(c *compiled, n *node, name string, pol PathPolicy) bool {
+	rel := name
+	if n.rel != "" {
+		rel = n.rel + "/" + name
+	}
+	root, err := unix.Open(c.root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = unix.Close(root) }()
+	fd, err := unix.Openat2(root, rel, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return false
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return false
+	}
+	kid := &node{rel: rel, ino: st.Ino, dir: true}
+	w := &walker{c: c, pol: pol, rIno: map[uint64]bool{}, wIno: map[uint64]bool{}, dirs: c.dirs, statFiles: true}
+	if err := w.walkDir(fd, kid); err != nil || w.noWatch || w.links {
+		return false
+	}
+	classify(kid, w.rIno, w.wIno)
+	e := emitter{s: s, root: c.root, rootFD: root, handled: ^uint64(0)}
+	switch n.cover {
+	case coverAll:
+		if kid.unreadable || kid.unwritable {
+			return false
+		}
+		markClean(kid)
+		return true
+	case coverRead:
+		if kid.unreadable {
+			return false
+		}
+		e.emit(kid, true)
+	default:
+		e.emit(kid, false)
+	}
+	if e.err != nil {
+		for _, r := range e.rules {
+			_ = unix.Close(r.fd)
+		}
+		return false
+	}
+	c.rules = append(c.rules, e.rules...)
 	return true
 }
 

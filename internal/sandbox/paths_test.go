@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,10 +79,10 @@ func write(t testing.TB, path, body string) {
 
 // The rules are computed once per policy and tree: a start that follows
 // only harmless changes (a permitted file created where everything is
-// permitted) reuses them, and every change that could make them grant a
-// refused file (a forbidden file created, a hard link to one, a directory
-// renamed to a forbidden name, a file renamed to one) makes the next start
-// compute them again, which then refuses it.
+// permitted) reuses them; a new file or directory elsewhere gets rules of
+// its own; and after every change that could make them grant a refused
+// file (a forbidden file created, a hard link to one, a directory renamed
+// to a forbidden name, a file renamed to one) the next start refuses it.
 func TestTheCachedRulesFollowNewForbiddenFiles(t *testing.T) {
 	s := landlock(t)
 	ws := mustEval(t, t.TempDir())
@@ -119,6 +121,19 @@ func TestTheCachedRulesFollowNewForbiddenFiles(t *testing.T) {
 	write(t, filepath.Join(ws, "root2.txt"), "root2\n")
 	if out, err := cat("root2.txt"); err != nil || out != "root2\n" || s.Walks() != walks {
 		t.Fatalf("a permitted new file at the root: %q %v, walks %d -> %d", out, err, walks, s.Walks())
+	}
+	// New directories are walked on their own.
+	write(t, filepath.Join(ws, "src/nd/deeper/ok"), "ok\n")
+	write(t, filepath.Join(ws, "nd2/ok"), "ok2\n")
+	if out, err := confined(t, s, ws, pol, "/bin/cat", "src/nd/deeper/ok", "nd2/ok"); err != nil || out != "ok\nok2\n" || s.Walks() != walks {
+		t.Fatalf("permitted new directories: %q %v, walks %d -> %d", out, err, walks, s.Walks())
+	}
+	write(t, filepath.Join(ws, "src/nd3/.env"), "SECRET=nd3\n")
+	write(t, filepath.Join(ws, "nd4/x/.env"), "SECRET=nd4\n")
+	for _, p := range []string{"src/nd3/.env", "nd4/x/.env"} {
+		if out, err := cat(p); err == nil || strings.Contains(out, "SECRET") {
+			t.Fatalf("a new directory holding a forbidden file: %q %v", out, err)
+		}
 	}
 
 	steps := []struct {
@@ -159,9 +174,7 @@ func TestTheCachedRulesFollowNewForbiddenFiles(t *testing.T) {
 		if err == nil || strings.Contains(out, "SECRET") || !strings.Contains(out, "Permission denied") {
 			t.Errorf("%s: %s was read: %q %v", st.name, st.read, out, err)
 		}
-		if s.Walks() == before {
-			t.Errorf("%s: the rules were not computed again", st.name)
-		}
+		t.Logf("%s: %d walks", st.name, s.Walks()-before)
 		// What stays permitted still works under the new rules.
 		if out, err := cat("data/a.txt"); err != nil || out != "a\n" {
 			t.Errorf("%s: permitted read: %q %v", st.name, out, err)
@@ -370,4 +383,63 @@ func listTree(ws string) string {
 		return nil
 	})
 	return b.String()
+}
+
+// TestPathRulesAsAnUnprivilegedUser runs this package's path-rule tests
+// and fuzz seeds again in a copy of this test binary running as nobody:
+// the guarantees must not depend on the gateway's user.
+func TestPathRulesAsAnUnprivilegedUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("runs as root and drops to nobody; this run is unprivileged already")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("no nobody user")
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	gid, _ := strconv.Atoi(nobody.Gid)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "toolhooks-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "sandbox.test")
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^(TestTheCachedRulesFollowNewForbiddenFiles|FuzzKernelRulesMatchThePolicy|TestAConfinedProcessReachesOnlyTheWorkspaceAndSystemDirectories|TestPathRulesRunAsUID)$",
+		"-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "TOOLHOOKS_EXPECT_UID="+nobody.Uid)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	out, err := cmd.CombinedOutput()
+	for _, name := range []string{"TestTheCachedRulesFollowNewForbiddenFiles", "FuzzKernelRulesMatchThePolicy", "TestPathRulesRunAsUID"} {
+		if !strings.Contains(string(out), "--- PASS: "+name) {
+			t.Fatalf("as nobody, %s did not pass: %v\n%s", name, err, out)
+		}
+	}
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+}
+
+// TestPathRulesRunAsUID checks, in the run as nobody, that it is one.
+func TestPathRulesRunAsUID(t *testing.T) {
+	want := os.Getenv("TOOLHOOKS_EXPECT_UID")
+	if want == "" {
+		t.Skip("only in the run as another user")
+	}
+	if got := strconv.Itoa(os.Getuid()); got != want {
+		t.Fatalf("running as uid %s, want %s", got, want)
+	}
 }

@@ -404,7 +404,11 @@ func TestTheKernelEnforcesThePolicysPathRulesAsAnUnprivilegedUser(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "toolhooks-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +424,7 @@ func TestTheKernelEnforcesThePolicysPathRulesAsAnUnprivilegedUser(t *testing.T) 
 	if err := os.Mkdir(home, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run=^(TestTheKernelEnforcesThePolicysPathRules|TestTheKernelRulesFollowNewForbiddenFiles)$", "-test.count=1", "-test.v")
+	cmd := exec.Command(bin, "-test.run=^TestTheKernelEnforcesThePolicysPathRules$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), "HOME="+home, "GOCACHE="+filepath.Join(home, "cache"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	out, err := cmd.CombinedOutput()
