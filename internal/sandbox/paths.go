@@ -142,7 +142,9 @@ func (c *compiled) closeRules() {
 	}
 	c.rules, c.dirs, c.valid = nil, nil, false
 	if c.inotify >= 0 {
-		_ = unix.Close(c.inotify)
+		// Closing an instance with many watches waits for the kernel to
+		// release them: off the call's path.
+		go func(fd int) { _ = unix.Close(fd) }(c.inotify)
 	}
 	c.inotify = -1
 }

@@ -49,9 +49,10 @@ func largeWorkspace(b *testing.B, n int) string {
 
 // What changes in the workspace before every call of benchLargeWorkspace.
 const (
-	changeNothing = "hit"      // the cached rules are used as they are
-	changeNewFile = "new-file" // a file appears at the root: the rules gain one
-	changeNewDir  = "new-dir"  // a directory appears: the workspace is walked again
+	changeNothing = "hit"       // the cached rules are used as they are
+	changeNewFile = "new-file"  // a file appears at the root: the rules gain one
+	changeNewDir  = "new-dir"   // a directory appears at the root: it alone is walked
+	changeRename  = "full-walk" // a directory is renamed: the workspace is walked again
 )
 
 // benchLargeWorkspace measures shell calls through an executor with a
@@ -88,9 +89,16 @@ func benchLargeWorkspace(b *testing.B, ws, change string) {
 			i++
 			p := filepath.Join(ws, fmt.Sprintf("new%d-%d", time.Now().UnixNano(), i))
 			var err error
-			if change == changeNewDir {
+			switch change {
+			case changeNewDir:
 				err = os.Mkdir(p, 0o755)
-			} else {
+			case changeRename:
+				from, to := filepath.Join(ws, "pkg0"), filepath.Join(ws, "pkg0-renamed")
+				if i%2 == 0 {
+					from, to = to, from
+				}
+				err = os.Rename(from, to)
+			default:
 				err = os.WriteFile(p, nil, 0o644)
 			}
 			if err != nil {
@@ -108,12 +116,13 @@ func benchLargeWorkspace(b *testing.B, ws, change string) {
 
 // BenchmarkShellLargeWorkspace is /bin/true (a program, not the builtin)
 // through the executor in workspaces of 10,000 and 100,000 files, with the
-// kernel rules cached (hit), cached and extended by one file (new-file),
-// and computed again by walking the workspace (new-dir).
+// kernel rules cached (hit), cached and extended by one file (new-file) or
+// one directory (new-dir), and computed again by walking the whole
+// workspace (full-walk).
 func BenchmarkShellLargeWorkspace(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		ws := largeWorkspace(b, n)
-		for _, change := range []string{changeNothing, changeNewFile, changeNewDir} {
+		for _, change := range []string{changeNothing, changeNewFile, changeNewDir, changeRename} {
 			b.Run(fmt.Sprintf("files=%d/%s", n, change), func(b *testing.B) { benchLargeWorkspace(b, ws, change) })
 		}
 	}
