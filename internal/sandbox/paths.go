@@ -212,7 +212,7 @@ func (s *Sandbox) pathRules(ruleset int, c Confinement, handled uint64) error {
 		cc = s.cache.get(key, c.Workspace)
 		defer cc.mu.Unlock()
 	}
-	if cc.valid && !s.stillValid(cc, c.Policy) {
+	if cc.valid && (!s.stillValid(cc, c.Policy) || c.Policy.Err() != nil) {
 		cc.closeRules()
 	}
 	if !cc.valid {

@@ -301,6 +301,9 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = shellWaitDelay
+	// The workspace as the policy permits; the private directory (HOME and
+	// TMPDIR) writable and executable under every policy, readonly too: go
+	// test builds and runs its binaries there, and it is removed after the call.
 	conf := sandbox.Confinement{Workspace: s.w.res.Real, Policy: newGuardPolicy(ctx, s.guard), Writable: []string{s.tmp}}
 	if err := s.w.opts.Sandbox.Start(cmd, conf); err != nil {
 		_, _ = fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
