@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -442,4 +443,30 @@ func TestPathRulesRunAsUID(t *testing.T) {
 	if got := strconv.Itoa(os.Getuid()); got != want {
 		t.Fatalf("running as uid %s, want %s", got, want)
 	}
+}
+
+// Starts under one policy share its rules from several goroutines while
+// the tree changes; every one refuses the forbidden files.
+func TestConcurrentStartsShareTheRules(t *testing.T) {
+	s := landlock(t)
+	ws := mustEval(t, t.TempDir())
+	write(t, filepath.Join(ws, ".env"), "SECRET=root\n")
+	write(t, filepath.Join(ws, "src/a"), "a\n")
+	pol, err := autonomyPolicy(t, ws, "concurrent", autonomy.Config{ForbiddenPathGlobs: []string{"**/.env"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 5 {
+				write(t, filepath.Join(ws, fmt.Sprintf("src/d%d-%d/.env", g, i)), "SECRET=new\n")
+				out, _ := confined(t, s, ws, pol, "/bin/sh", "-c", "cat .env src/*/.env; cat src/a")
+				if strings.Contains(out, "SECRET") || !strings.Contains(out, "a\n") {
+					t.Errorf("%q", out)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
