@@ -33,7 +33,8 @@ func (a *auditFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&a.maxSizeMB, "audit-file-max-size-mb", 100, "rotate the audit file when it reaches this many megabytes")
 	fs.IntVar(&a.maxBackups, "audit-file-max-backups", 10, "rotated audit files to keep (0 keeps all)")
 	fs.DurationVar(&a.writeTimeout, "audit-write-timeout", 5*time.Second,
-		"how long an audit write may take; a write that does not finish in time denies its call (0: no limit)")
+		"how long an audit write may take; a write that does not finish in time denies its call, and while one stays "+
+			"blocked past it every call is denied at once and /readyz answers 503 (/healthz stays 200) (0: no limit)")
 	fs.BoolVar(&a.decisionLog, "decision-log", false,
 		"add each call's canonical arguments, masked, to its audit record (the decision log `kubectl toolhooks replay` reads)")
 	fs.StringVar(&a.decisionLogKeys, "decision-log-mask-keys", strings.Join(argmask.DefaultKeys, ","),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,11 +9,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 )
@@ -144,4 +150,200 @@ func TestTheAuditFileRotatesBySizeAndLosesNoRecord(t *testing.T) {
 			t.Errorf("record %d appears %d times across the files", i, c)
 		}
 	}
+}
+
+// TestAStalledAuditFileDeniesAtOnceAndRecovers runs the gateway with
+// --audit-file on a FIFO whose reader stops reading. Once a write has been
+// blocked past --audit-write-timeout, the gateway is live (/healthz 200) but
+// not ready (/readyz 503, naming the stall), and a burst of concurrent calls
+// is denied at once with rule AuditFailed: every one of them finishes
+// before a deadline shorter than the twice the write timeout each used to
+// wait, and no tool runs. Once the reader reads again the first blocked
+// write returns, calls run and are recorded again, and the gateway is
+// ready again.
+func TestAStalledAuditFileDeniesAtOnceAndRecovers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a binary")
+	}
+	tmp, bin := buildGateway(t)
+	ws, policies := filepath.Join(tmp, "ws"), filepath.Join(tmp, "policies")
+	for _, d := range []string{ws, policies} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(policies, "agent.yaml"), []byte("apiVersion: policy.toolhooks.dev/v1alpha1\nkind: AutonomyPolicy\nmetadata: {name: agent}\nspec:\n  workspace: {root: "+ws+", only: true}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(tmp, "audit.fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The reader holds the FIFO open (so the gateway's open for writing
+	// does not wait) and does not read: the smallest pipe fills after a
+	// few records.
+	reader, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = reader.Close() }()
+	if rc, err := reader.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { _, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 4096) })
+	}
+	const writeTimeout = 3 * time.Second
+	g := startGateway(t, bin, "--listen", "127.0.0.1:0", "--workspace", ws, "--policies", policies, "--policy-debounce", "10ms",
+		"--allow-anonymous", "--audit-file", fifo, "--audit-write-timeout", writeTimeout.String())
+
+	call := func(ctx context.Context, name string) (map[string]any, error) {
+		body := `{"sessionId":"s","tool":"write_file","arguments":{"path":"` + name + `","content":"ran"}}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+"/v1/tool-calls", strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	rule := func(out map[string]any) string {
+		d, _ := out["denial"].(map[string]any)
+		r, _ := d["rule"].(string)
+		return r
+	}
+	getStatus := func(path string) (int, string) {
+		resp, err := http.Get(g.base + path)
+		if err != nil {
+			t.Fatalf("the gateway did not answer %s: %v", path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode, string(b)
+	}
+
+	// Fill the pipe: calls run until one's decision record cannot be written.
+	filled := false
+	for i := 0; i < 200 && !filled; i++ {
+		out, err := call(context.Background(), fmt.Sprintf("fill-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		filled = out["status"] == "denied" && rule(out) == hooks.RuleAuditFailed
+	}
+	if !filled {
+		t.Fatal("200 calls were audited into a pipe of 4 KiB nobody reads")
+	}
+	if code, body := getStatus("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "blocked since") {
+		t.Errorf("/readyz while the audit file is stalled: %d %s, want 503 naming the stall", code, body)
+	}
+	if code, _ := getStatus("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz while the audit file is stalled: %d, want 200 (restarting would not unblock the disk)", code)
+	}
+
+	// A burst of calls against the stalled sink, each bounded by a deadline
+	// each would miss had it waited for its decision record and for its
+	// completion record, twice the write timeout.
+	const burst = 100
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout*3/2)
+	defer cancel()
+	type answer struct {
+		out map[string]any
+		err error
+	}
+	answers := make(chan answer, burst)
+	for i := range burst {
+		go func() {
+			out, err := call(ctx, fmt.Sprintf("burst-%d", i))
+			answers <- answer{out, err}
+		}()
+	}
+	finished, auditFailed := 0, 0
+	for range burst {
+		a := <-answers
+		if a.err != nil {
+			continue
+		}
+		finished++
+		if a.out["status"] == "denied" && rule(a.out) == hooks.RuleAuditFailed {
+			auditFailed++
+		}
+	}
+	if finished != burst || auditFailed != burst {
+		t.Errorf("%d of %d calls against the stalled audit file finished within %s, %d denied with rule %s; want all",
+			finished, burst, writeTimeout*3/2, auditFailed, hooks.RuleAuditFailed)
+	}
+	for i := range burst {
+		if _, err := os.Stat(filepath.Join(ws, fmt.Sprintf("burst-%d", i))); err == nil {
+			t.Fatalf("burst-%d: the tool ran although its decision record could not be written", i)
+		}
+	}
+
+	// The reader reads again: the blocked write returns and calls run.
+	var got syncBuffer
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(&got, reader); close(copied) }()
+	deadline := time.Now().Add(30 * time.Second)
+	var out map[string]any
+	for {
+		if out, err = call(context.Background(), "after"); err != nil {
+			t.Fatal(err)
+		}
+		if out["status"] == "succeeded" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30s after the reader resumed, a call still answers %v", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "after")); err != nil || string(b) != "ran" {
+		t.Errorf("the call after recovery: %q %v", b, err)
+	}
+	for time.Now().Before(deadline.Add(gateway.AuditFailureHold)) {
+		if code, _ := getStatus("/readyz"); code == http.StatusOK {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code, body := getStatus("/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz after the audit file recovered: %d %s", code, body)
+	}
+	// A read after recovery is the one read_file call: its record is in the file.
+	body := `{"sessionId":"s","tool":"read_file","arguments":{"path":"after"}}`
+	resp, err := http.Post(g.base+"/v1/tool-calls", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	_ = g.wait()
+	<-copied
+	if !strings.Contains(got.String(), `"msg":"Tool call","callId"`) ||
+		!regexp.MustCompile(`"msg":"Tool call","callId":"[^"]+","tool":"read_file".*"outcome":"succeeded"`).MatchString(got.String()) {
+		t.Errorf("the call after recovery left no record in the audit file:\n%s", got.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/mcpgate"
 )
@@ -52,6 +53,7 @@ func TestMCPAuthAndOriginFlags(t *testing.T) {
 	metadataURL := hs.URL + mcpgate.MetadataPath
 
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	refusedPosts := 0
 	for name, tc := range map[string]struct{ header, wantError string }{
 		"missing": {},
 		"invalid": {"Bearer not-a-token-of-anyone", "invalid_token"},
@@ -73,6 +75,7 @@ func TestMCPAuthAndOriginFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = resp.Body.Close()
+			refusedPosts++
 			cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 			if resp.StatusCode != http.StatusUnauthorized || err != nil || len(cs) != 1 || cs[0].Scheme != "bearer" {
 				t.Fatalf("%s token, %s: %d, WWW-Authenticate %q (%v)", name, path, resp.StatusCode, resp.Header.Values("WWW-Authenticate"), err)
@@ -108,8 +111,16 @@ func TestMCPAuthAndOriginFlags(t *testing.T) {
 			t.Errorf("preflight from %s: status %d, want %d", origin, resp.StatusCode, want)
 		}
 	}
-	if n := len(rec.Records()); n != 0 {
-		t.Errorf("refused requests left %d audit records", n)
+	// Each refused POST left one audit record of its refusal; the refused
+	// preflight is no call and left none.
+	recs := rec.Records()
+	for _, r := range recs {
+		if r.Denial == nil || r.Denial.Hook != hooks.RequestHookName || r.Denial.Rule != hooks.RuleUnauthenticated || r.SenderID != "" {
+			t.Errorf("a refused request's audit record %+v", r)
+		}
+	}
+	if len(recs) != refusedPosts {
+		t.Errorf("%d refused requests left %d audit records, want one each", refusedPosts, len(recs))
 	}
 }
 

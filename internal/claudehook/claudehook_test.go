@@ -352,8 +352,17 @@ func TestBearerTokenIsChecked(t *testing.T) {
 			t.Errorf("%s: exit %d stderr %q; want a deny naming the 4xx", name, got.code, got.stderr)
 		}
 	}
-	if n := len(g.audit.Records()); n != 1 {
-		t.Errorf("refused calls reached the hooks: %d audit records", n)
+	// Each refused call is audited as a refusal (hook request), never decided by the hooks.
+	rules := map[string]int{}
+	for _, r := range g.audit.Records()[1:] {
+		if r.Denial == nil || r.Denial.Hook != hooks.RequestHookName {
+			t.Errorf("a refused call reached the hooks: %+v", r)
+			continue
+		}
+		rules[r.Denial.Rule]++
+	}
+	if rules[hooks.RuleUnauthenticated] != 2 || rules[hooks.RuleSenderMismatch] != 1 || len(rules) != 2 {
+		t.Errorf("refused calls left audit records by rule %v, want 2 %s and 1 %s", rules, hooks.RuleUnauthenticated, hooks.RuleSenderMismatch)
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -81,48 +81,54 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 }
 
 // decodeCall authenticates the caller and reads a ToolCallRequest whose
-// sender is that caller, answering 4xx itself when it cannot. A body over
-// MaxBodyBytes is answered 413 and audited as a denied call of api (see
-// RefuseTooLarge).
+// sender is that caller, answering 4xx itself when it cannot; each refusal
+// is audited and counted as a denied call of api (see refuseCall).
 func (s *Server) decodeCall(w http.ResponseWriter, r *http.Request, api string) (*hooks.Call, bool) {
-	id, ok := s.identify(w, r)
+	id, ok := s.identify(w, r, api)
 	if !ok {
 		return nil, false
 	}
 	call, ok := s.decodeBodyCall(w, r)
 	if !ok {
-		if call != nil { // too large: refused unread
-			call.SenderID, call.Caller = id.Username, id
-			s.refuseTooLarge(r.Context(), api, call)
-		}
+		call.SenderID, call.Caller = id.Username, id
+		s.refuseCall(r.Context(), api, call)
 		return nil, false
 	}
-	if !bindCaller(w, call, id) {
+	if !s.bindCaller(w, r, api, call, id) {
 		return nil, false
 	}
 	return call, true
 }
 
-// refuseTooLarge runs call, whose ArgsErr wraps hooks.ErrTooLarge, through
-// the before phase, which denies it without running a hook or a tool, and
-// the after phase, which audits it; and counts it under api.
-func (s *Server) refuseTooLarge(ctx context.Context, api string, call *hooks.Call) {
+// refuseCall runs call, whose ArgsErr says why its request was refused (a
+// *hooks.Refusal, or an error wrapping hooks.ErrTooLarge), through the
+// before phase, which denies it without running a hook or a tool, and the
+// after phase, which audits it; and counts it under api. So every request
+// refused on an API that runs or decides calls leaves one audit record.
+func (s *Server) refuseCall(ctx context.Context, api string, call *hooks.Call) {
 	start := time.Now()
 	res := s.cur.Load().exec.Evaluate(ctx, call)
 	s.record(api, call, &res, time.Since(start))
+}
+
+// refused is the call of a request refused with rule for err, with nothing
+// of the request read.
+func refused(rule string, err error) *hooks.Call {
+	return &hooks.Call{Args: map[string]any{}, ArgsErr: &hooks.Refusal{Rule: rule, Err: err}}
 }
 
 func tooLargeErr(limit int64) error {
 	return fmt.Errorf("%w: the request body is larger than %d bytes", hooks.ErrTooLarge, limit)
 }
 
-// decodeBodyCall reads a ToolCallRequest of at most MaxBodyBytes,
-// answering 4xx itself when it cannot; for a body over the limit it also
-// returns the call that was refused unread (ArgsErr wraps hooks.ErrTooLarge).
+// decodeBodyCall reads a ToolCallRequest of at most MaxBodyBytes. When it
+// cannot, it answers 4xx itself and returns false with the refused call:
+// its ArgsErr says why (a *hooks.Refusal, or hooks.ErrTooLarge for a body
+// over the limit, refused unread).
 func (s *Server) decodeBodyCall(w http.ResponseWriter, r *http.Request) (*hooks.Call, bool) {
 	if status, err := checkContentType(r); err != nil {
 		writeError(w, status, err.Error())
-		return nil, false
+		return refused(hooks.RuleMalformedRequest, err), false
 	}
 	bp := bodyBufs.Get().(*[]byte)
 	body, err := readAll(http.MaxBytesReader(w, readCloser{r.Body}, s.opts.MaxBodyBytes), (*bp)[:0])
@@ -138,23 +144,29 @@ func (s *Server) decodeBodyCall(w http.ResponseWriter, r *http.Request) (*hooks.
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit))
 		return &hooks.Call{Args: map[string]any{}, ArgsErr: tooLargeErr(tooBig.Limit)}, false
 	case err != nil:
-		writeError(w, http.StatusBadRequest, "malformed JSON body: reading the body: "+err.Error())
-		return nil, false
+		msg := "malformed JSON body: reading the body: " + err.Error()
+		writeError(w, http.StatusBadRequest, msg)
+		return refused(hooks.RuleMalformedRequest, errors.New(msg)), false
 	case len(bytes.TrimLeft(body, " \t\r\n")) == 0:
-		writeError(w, http.StatusBadRequest, "request body is empty; send a JSON object")
-		return nil, false
+		msg := "request body is empty; send a JSON object"
+		writeError(w, http.StatusBadRequest, msg)
+		return refused(hooks.RuleMalformedRequest, errors.New(msg)), false
 	}
 	req, err := parseToolCall(body)
 	if errors.Is(err, strictjson.ErrTrailingData) {
 		err = errors.New("unexpected data after the JSON object")
 	}
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "malformed JSON body: "+err.Error())
-		return nil, false
+		msg := "malformed JSON body: " + err.Error()
+		writeError(w, http.StatusBadRequest, msg)
+		return refused(hooks.RuleMalformedRequest, errors.New(msg)), false
 	}
 	if req.Tool == "" {
-		writeError(w, http.StatusBadRequest, "tool is required")
-		return nil, false
+		msg := "tool is required"
+		writeError(w, http.StatusBadRequest, msg)
+		call := callOf(req)
+		call.Args, call.ArgsErr = map[string]any{}, &hooks.Refusal{Rule: hooks.RuleMalformedRequest, Err: errors.New(msg)}
+		return call, false
 	}
 	return callOf(req), true
 }

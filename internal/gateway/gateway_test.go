@@ -267,27 +267,32 @@ func TestBudgetsSurvivePushes(t *testing.T) {
 func TestBadRequestsGetAClearJSONError(t *testing.T) {
 	e := newEnv(t, func(o *gateway.Options) { o.MaxBodyBytes = 1024 })
 	e.mustPush(compileYAML(t, e.ws, basePolicy))
+	const malformed, tooLarge = hooks.RuleMalformedRequest, hooks.RuleTooLarge
 	cases := []struct {
 		name, method, path, ctype, body string
 		status                          int
 		want                            string
+		rule                            string // of the refusal's audit record; "" when the request is no call
 	}{
-		{"malformed JSON", "POST", "/v1/tool-calls", "application/json", `{"tool":`, 400, "malformed JSON body"},
-		{"not an object", "POST", "/v1/tool-calls", "application/json", `["read_file"]`, 400, "malformed JSON body"},
-		{"an empty body", "POST", "/v1/decisions", "application/json", ``, 400, "request body is empty"},
-		{"a missing tool", "POST", "/v1/tool-calls", "application/json", `{"arguments":{}}`, 400, "tool is required"},
-		{"an unknown field", "POST", "/v1/tool-calls", "application/json", `{"tool":"read_file","argument":{}}`, 400, `unknown field \"argument\"`},
-		{"data after the object", "POST", "/v1/tool-calls", "application/json", `{"tool":"read_file"} {}`, 400, "unexpected data after the JSON object"},
-		{"a wrong type", "POST", "/v1/tool-calls", "application/json", `{"tool":3}`, 400, "malformed JSON body"},
-		{"an oversized body", "POST", "/v1/tool-calls", "application/json", `{"tool":"read_file","arguments":{"content":"` + strings.Repeat("x", 2000) + `"}}`, 413, "larger than 1024 bytes"},
-		{"a form body (CSRF)", "POST", "/v1/tool-calls", "application/x-www-form-urlencoded", `{"tool":"read_file"}`, 415, "send application/json"},
-		{"no content type", "POST", "/v1/decisions", "", `{"tool":"read_file"}`, 415, "send application/json"},
-		{"a wrong method", "GET", "/v1/tool-calls", "", ``, 405, "method GET is not allowed on /v1/tool-calls (allowed: POST)"},
-		{"a wrong method on config", "DELETE", "/v1/config", "", ``, 405, "allowed: GET, PUT"},
-		{"an unknown path", "GET", "/v2/anything", "", ``, 404, "no such endpoint: /v2/anything"},
+		{"malformed JSON", "POST", "/v1/tool-calls", "application/json", `{"tool":`, 400, "malformed JSON body", malformed},
+		{"not an object", "POST", "/v1/tool-calls", "application/json", `["read_file"]`, 400, "malformed JSON body", malformed},
+		{"an empty body", "POST", "/v1/decisions", "application/json", ``, 400, "request body is empty", malformed},
+		{"a missing tool", "POST", "/v1/tool-calls", "application/json", `{"arguments":{}}`, 400, "tool is required", malformed},
+		{"an unknown field", "POST", "/v1/tool-calls", "application/json", `{"tool":"read_file","argument":{}}`, 400, `unknown field \"argument\"`, malformed},
+		{"data after the object", "POST", "/v1/tool-calls", "application/json", `{"tool":"read_file"} {}`, 400, "unexpected data after the JSON object", malformed},
+		{"a wrong type", "POST", "/v1/tool-calls", "application/json", `{"tool":3}`, 400, "malformed JSON body", malformed},
+		{"an oversized body", "POST", "/v1/tool-calls", "application/json", `{"tool":"read_file","arguments":{"content":"` + strings.Repeat("x", 2000) + `"}}`, 413, "larger than 1024 bytes", tooLarge},
+		{"a form body (CSRF)", "POST", "/v1/tool-calls", "application/x-www-form-urlencoded", `{"tool":"read_file"}`, 415, "send application/json", malformed},
+		{"no content type", "POST", "/v1/decisions", "", `{"tool":"read_file"}`, 415, "send application/json", malformed},
+		{"a malformed result", "POST", "/v1/results", "application/json", `{"tool":"read_file","result":`, 400, "malformed JSON body", malformed},
+		{"a result without a tool", "POST", "/v1/results", "application/json", `{"result":"x"}`, 400, "tool is required", malformed},
+		{"a wrong method", "GET", "/v1/tool-calls", "", ``, 405, "method GET is not allowed on /v1/tool-calls (allowed: POST)", ""},
+		{"a wrong method on config", "DELETE", "/v1/config", "", ``, 405, "allowed: GET, PUT", ""},
+		{"an unknown path", "GET", "/v2/anything", "", ``, 404, "no such endpoint: /v2/anything", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			before := len(e.audit.Records())
 			status, body := e.do(tc.method, tc.path, tc.ctype, []byte(tc.body), map[string]string{"Authorization": "Bearer " + agentToken})
 			var er wire.ErrorResponse
 			if err := json.Unmarshal(body, &er); err != nil || er.Error == "" {
@@ -296,17 +301,22 @@ func TestBadRequestsGetAClearJSONError(t *testing.T) {
 			if status != tc.status || !strings.Contains(string(body), tc.want) {
 				t.Errorf("answered %d %s; want %d and %q", status, body, tc.status, tc.want)
 			}
+			// A refused call leaves one record: denied, with its caller and
+			// the rule of the refusal; a request that is no call, none.
+			recs := e.audit.Records()[before:]
+			switch {
+			case tc.rule == "" && len(recs) != 0:
+				t.Errorf("a request that is no call left the audit records %+v", recs)
+			case tc.rule == "":
+			case len(recs) != 1 || recs[0].Outcome != hooks.StatusDenied || recs[0].Denial == nil ||
+				recs[0].Denial.Rule != tc.rule || recs[0].SenderID != "agent":
+				t.Errorf("the refused call left the audit records %+v, want one denied by rule %s of agent", recs, tc.rule)
+			}
 		})
 	}
-	// Only the oversized body was a call (refused unread): it is audited as
-	// denied, with the caller; requests that are no call leave no record.
-	recs := e.audit.Records()
-	if len(recs) != 1 || recs[0].Outcome != hooks.StatusDenied || recs[0].Denial == nil ||
-		recs[0].Denial.Rule != hooks.RuleTooLarge || recs[0].SenderID == "" {
-		t.Errorf("rejected requests left the audit records %+v", recs)
-	}
-	if m := e.metrics(); !strings.Contains(m, `toolhooks_denials_total{caller_kind="static",hook="arguments",tool="other"} 1`) {
-		t.Errorf("the oversized call was not counted:\n%s", grep(m, "denials_total"))
+	if m := e.metrics(); !strings.Contains(m, `toolhooks_denials_total{caller_kind="static",hook="arguments",tool="other"} 1`) ||
+		!strings.Contains(m, `toolhooks_denials_total{caller_kind="static",hook="request",tool="other"} 11`) {
+		t.Errorf("the refused calls were not counted:\n%s", grep(m, "denials_total"))
 	}
 }
 

@@ -115,17 +115,19 @@ func (s *Server) handleDecision(w http.ResponseWriter, r *http.Request) {
 // result policies in force, audits it and answers what the model may see.
 // With no policy in force the result is withheld: nothing says it is clean.
 func (s *Server) handleResult(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.identify(w, r)
+	id, ok := s.identify(w, r, apiResults)
 	if !ok {
 		return
 	}
 	var req wire.ResultRequest
 	if status, err := s.decodeStrictBody(w, r, &req); err != nil {
 		writeError(w, status, err.Error())
-		return
-	}
-	if req.Tool == "" {
-		writeError(w, http.StatusBadRequest, "tool is required")
+		call := refused(hooks.RuleMalformedRequest, err)
+		if status == http.StatusRequestEntityTooLarge {
+			call.ArgsErr = tooLargeErr(s.opts.MaxBodyBytes)
+		}
+		call.SenderID, call.Caller = id.Username, id
+		s.refuseCall(r.Context(), apiResults, call)
 		return
 	}
 	args := string(req.Arguments)
@@ -134,7 +136,15 @@ func (s *Server) handleResult(w http.ResponseWriter, r *http.Request) {
 	}
 	call := hooks.NewCall(req.Tool, args)
 	call.SessionID, call.ChannelID, call.SenderID, call.CorrelationID = req.SessionID, req.ChannelID, req.SenderID, req.CorrelationID
-	if !bindCaller(w, call, id) {
+	if req.Tool == "" {
+		const msg = "tool is required"
+		writeError(w, http.StatusBadRequest, msg)
+		call.Args, call.ArgsErr = map[string]any{}, &hooks.Refusal{Rule: hooks.RuleMalformedRequest, Err: errors.New(msg)}
+		call.SenderID, call.Caller = id.Username, id
+		s.refuseCall(r.Context(), apiResults, call)
+		return
+	}
+	if !s.bindCaller(w, r, apiResults, call, id) {
 		return
 	}
 	a := s.cur.Load()
@@ -177,31 +187,37 @@ func (s *Server) record(api string, call *hooks.Call, res *hooks.Result, hookTim
 	s.denials.report(call, res)
 }
 
-// identify authenticates the caller of call (decoded from r's body) and
-// makes it the call's sender, answering 401 (403) itself when the caller
-// is not authenticated and 400 when the body's senderId names someone else.
-func (s *Server) identify(w http.ResponseWriter, r *http.Request) (*hooks.Identity, bool) {
+// identify authenticates the caller of a request of api, answering 401
+// (403) itself when the caller is not authenticated; the refusal is
+// audited and counted as a denied call with no sender (rule
+// Unauthenticated or Forbidden).
+func (s *Server) identify(w http.ResponseWriter, r *http.Request, api string) (*hooks.Identity, bool) {
 	id, err := s.opts.Callers.Authenticate(r)
 	if err != nil {
-		status := http.StatusUnauthorized
+		status, rule := http.StatusUnauthorized, hooks.RuleUnauthenticated
 		if errors.Is(err, authn.ErrForbidden) {
-			status = http.StatusForbidden
+			status, rule = http.StatusForbidden, hooks.RuleForbidden
 		} else {
 			w.Header().Set("WWW-Authenticate", authn.Challenge(r, err, ""))
 		}
 		s.metrics.unauthenticated.Inc()
 		writeError(w, status, err.Error())
+		s.refuseCall(r.Context(), api, refused(rule, err))
 		return nil, false
 	}
 	return id, true
 }
 
-// bindCaller makes id the call's sender; a body senderId naming anyone else
-// is answered 400 (false).
-func bindCaller(w http.ResponseWriter, call *hooks.Call, id *hooks.Identity) bool {
+// bindCaller makes id the sender of call, a request of api; a body
+// senderId naming anyone else is answered 400 (false), and the refusal is
+// audited and counted as a denied call of id (rule SenderMismatch).
+func (s *Server) bindCaller(w http.ResponseWriter, r *http.Request, api string, call *hooks.Call, id *hooks.Identity) bool {
 	if call.SenderID != "" && call.SenderID != id.Username {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("senderId %q is not the authenticated caller %q; omit senderId",
-			call.SenderID, id.Username))
+		err := fmt.Errorf("senderId %q is not the authenticated caller %q; omit senderId", call.SenderID, id.Username)
+		writeError(w, http.StatusBadRequest, err.Error())
+		call.Args, call.ArgsErr = map[string]any{}, &hooks.Refusal{Rule: hooks.RuleSenderMismatch, Err: err}
+		call.SenderID, call.Caller = id.Username, id
+		s.refuseCall(r.Context(), api, call)
 		return false
 	}
 	call.SenderID, call.Caller = id.Username, id

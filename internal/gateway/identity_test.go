@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,8 +20,9 @@ import (
 )
 
 // TestCallersMustAuthenticate: every call API refuses a caller without a
-// valid token (401, counted, no audit record, the tool never runs), and a
-// body senderId naming anyone but the verified caller is answered 400.
+// valid token (401, counted, the tool never runs), and a body senderId
+// naming anyone but the verified caller is answered 400; each refusal is
+// audited as a denied call.
 func TestCallersMustAuthenticate(t *testing.T) {
 	e := newEnv(t, nil)
 	e.mustPush(compileYAML(t, e.ws, `apiVersion: policy.toolhooks.dev/v1alpha1
@@ -49,21 +51,33 @@ spec: {}
 	if _, err := os.Stat(filepath.Join(e.ws, "sentinel.txt")); err == nil {
 		t.Fatal("an unauthenticated or spoofed call wrote the sentinel file")
 	}
-	if n := len(e.audit.Records()); n != 0 {
-		t.Fatalf("refused calls left %d audit records", n)
+	// Each refusal left one record: denied, by rule Unauthenticated with no
+	// sender, or SenderMismatch with the verified caller.
+	rules := map[string]int{}
+	for _, r := range e.audit.Records() {
+		if r.Outcome != hooks.StatusDenied || r.Denial == nil || r.Denial.Hook != hooks.RequestHookName ||
+			(r.Denial.Rule == hooks.RuleUnauthenticated) != (r.SenderID == "") {
+			t.Errorf("a refused call's record %+v", r)
+			continue
+		}
+		rules[r.Denial.Rule]++
+	}
+	if want := map[string]int{hooks.RuleUnauthenticated: 6, hooks.RuleSenderMismatch: 4}; !maps.Equal(rules, want) {
+		t.Fatalf("refused calls left records by rule %v, want %v", rules, want)
 	}
 	if m := e.metrics(); !strings.Contains(m, "toolhooks_caller_authentication_failures_total 6") {
 		t.Errorf("failures not counted:\n%s", grepLines(m, "toolhooks_caller_authentication_failures"))
 	}
 
 	// The verified caller is the sender, whether the body names it or not.
+	refusals := len(e.audit.Records())
 	for _, req := range []map[string]any{{"tool": "read_file", "arguments": map[string]string{"path": "README.md"}},
 		{"senderId": "other", "tool": "read_file", "arguments": map[string]string{"path": "README.md"}}} {
 		if status, body := e.postAs(otherToken, "/v1/tool-calls", req); status != http.StatusOK {
 			t.Fatalf("answered %d %s", status, body)
 		}
 	}
-	recs := e.audit.Records()
+	recs := e.audit.Records()[refusals:]
 	if len(recs) != 2 || recs[0].SenderID != "other" || recs[1].SenderID != "other" {
 		t.Fatalf("audit records %+v, want two calls of sender other", recs)
 	}

@@ -22,16 +22,24 @@ func (s *Server) ExecuteMCP(ctx context.Context, call *hooks.Call) hooks.Result 
 	return s.run(ctx, apiMCP, call)
 }
 
-// RefuseTooLargeMCP audits and counts, under api "mcp", a call whose MCP
-// request was refused unread for being larger than limit bytes; call names
-// the caller and session (its tool is unknown, since nothing was read).
-func (s *Server) RefuseTooLargeMCP(ctx context.Context, call *hooks.Call, limit int64) {
-	call.ArgsErr = tooLargeErr(limit)
-	s.refuseTooLarge(ctx, apiMCP, call)
+// RefuseMCP audits and counts, under api "mcp", a request the MCP
+// endpoint refused before it was read as a call: why is a *hooks.Refusal,
+// or TooLargeError's for a body over the limit; call names what is known
+// of the caller and session (nothing was read as a call, so no tool).
+func (s *Server) RefuseMCP(ctx context.Context, call *hooks.Call, why error) {
+	if call.Args == nil {
+		call.Args = map[string]any{}
+	}
+	call.ArgsErr = why
+	s.refuseCall(ctx, apiMCP, call)
 }
 
-// MaxBodyBytes is the request body limit (Options.MaxBodyBytes), which the
-// MCP endpoint applies to its messages too.
+// TooLargeError is why a request whose body is over limit bytes is refused
+// unread (it wraps hooks.ErrTooLarge).
+func TooLargeError(limit int64) error { return tooLargeErr(limit) }
+
+// MaxBodyBytes is the request body limit (Options.MaxBodyBytes) of every
+// API: the MCP endpoint applies it to its messages too.
 func (s *Server) MaxBodyBytes() int64 { return s.opts.MaxBodyBytes }
 
 // Config returns the configuration in force, nil before the first. It is

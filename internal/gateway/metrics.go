@@ -162,7 +162,7 @@ func newMetrics(reg prometheus.Registerer, toolNames []string) (*metrics, error)
 		apiMCP:       m.decision.WithLabelValues(apiMCP),
 	}
 	m.tools.setKnown(toolNames)
-	m.hookNames.setKnown([]string{GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName})
+	m.hookNames.setKnown([]string{GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName, hooks.RequestHookName})
 	return m, nil
 }
 
@@ -179,7 +179,7 @@ func (m *metrics) setConfig(cfg *gatewayconfig.Config, entries []hooks.Entry) {
 	m.issuedAt.Set(float64(cfg.IssuedAt) / float64(time.Second))
 	m.hooks.Set(float64(len(cfg.Hooks)))
 	names := make([]string, 0, 4+len(cfg.Hooks))
-	names = append(names, GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName, gatewayconfig.UnboundHookName)
+	names = append(names, GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName, hooks.RequestHookName, gatewayconfig.UnboundHookName)
 	for _, h := range cfg.Hooks {
 		names = append(names, h.Name)
 	}

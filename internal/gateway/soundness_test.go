@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 // TestDecisionsRejectLooseTopLevels sends bodies a lenient decoder would
 // have read as another request: a key in another case, a key twice,
-// invalid UTF-8 and escaped lone surrogates. Each is a 400, never a
-// decision.
+// invalid UTF-8 and escaped lone surrogates. Each is a 400 and one audit
+// record of the refusal, never a decision.
 func TestDecisionsRejectLooseTopLevels(t *testing.T) {
 	e := newEnv(t, nil)
 	e.mustPush(compileYAML(t, e.ws, basePolicy))
@@ -37,8 +39,15 @@ func TestDecisionsRejectLooseTopLevels(t *testing.T) {
 			}
 		}
 	}
-	if n := len(e.audit.Records()); n != 0 {
-		t.Errorf("rejected requests left %d audit records", n)
+	// Each is audited as a refused call (rule MalformedRequest), never decided.
+	recs := e.audit.Records()
+	for _, r := range recs {
+		if r.Outcome != hooks.StatusDenied || r.Denial == nil || r.Denial.Rule != hooks.RuleMalformedRequest || r.Tool != "" {
+			t.Errorf("a rejected request's record %+v", r)
+		}
+	}
+	if len(recs) != 24 {
+		t.Errorf("24 rejected requests left %d audit records", len(recs))
 	}
 	// A valid surrogate pair is still fine.
 	if status, resp := e.do(http.MethodPost, "/v1/decisions", "application/json",

@@ -23,6 +23,9 @@ const (
 	ArgumentsHookName = "arguments"
 	// ContextHookName denies calls whose context ended before the before phase completed.
 	ContextHookName = "context"
+	// RequestHookName denies requests refused before they were read as a
+	// call (Call.ArgsErr is a *Refusal).
+	RequestHookName = "request"
 )
 
 // Rules the executor and the adapters in this package put into decisions.
@@ -43,7 +46,35 @@ const (
 	// RuleAuditFailed: a ToolGate (the audit hook) could not record the
 	// allowed call before its tool would run.
 	RuleAuditFailed = "AuditFailed"
+	// RuleUnauthenticated: the request's caller could not be authenticated (a *Refusal).
+	RuleUnauthenticated = "Unauthenticated"
+	// RuleForbidden: the authenticator refused the request's caller (a *Refusal).
+	RuleForbidden = "Forbidden"
+	// RuleMalformedRequest: the request is not one call the API serves (a
+	// *Refusal): its body is not the API's JSON or names no tool, or (MCP)
+	// the protocol refuses it (no or an unknown session, a batch, ...).
+	RuleMalformedRequest = "MalformedRequest"
+	// RuleSenderMismatch: the request names a sender other than its
+	// authenticated caller (a *Refusal).
+	RuleSenderMismatch = "SenderMismatch"
+	// RuleForeignOrigin: the request came from a web origin the endpoint
+	// does not accept (a *Refusal).
+	RuleForeignOrigin = "ForeignOrigin"
 )
+
+// Refusal is the Call.ArgsErr of a request a gateway refused before it
+// was read as a call (an unauthenticated caller, a body that is not one
+// call): the before phase denies it (hook "request", its Rule) without
+// running a hook, so that it is audited and counted like any call.
+type Refusal struct {
+	// Rule is the denial's rule, one of the Rule* constants of refusals.
+	Rule string
+	// Err says why.
+	Err error
+}
+
+func (r *Refusal) Error() string { return r.Err.Error() }
+func (r *Refusal) Unwrap() error { return r.Err }
 
 // ErrTooLarge is wrapped by the Call.ArgsErr of a call whose request the
 // gateway refused for its size before reading it: the before phase denies
@@ -382,7 +413,8 @@ func callGate(ctx context.Context, g ToolGate, call *Call, res *Result) (err err
 // audited: it is for offline evaluation (CLI, policy validation) and
 // benchmarks. Gateways use Execute or Evaluate.
 //
-// The before phase denies calls whose ArgsErr is set (hook "arguments"), then
+// The before phase denies calls whose ArgsErr is set (hook "arguments", or
+// "request" for a *Refusal), then
 // runs the entries' before-callbacks in order. The first denial from an entry
 // whose action is Deny stops the phase; a denial from a Warn entry is
 // appended to Warnings and the phase continues. A before-callback that
@@ -414,10 +446,12 @@ func (e *Executor) before(ctx context.Context, call *Call, res *Result) bool {
 			Reason: "The arguments must be one JSON object: " + call.ArgsErr.Error(),
 			Action: ActionDeny,
 		}
-		if errors.Is(call.ArgsErr, ErrTooLarge) {
+		if ref, ok := errors.AsType[*Refusal](call.ArgsErr); ok {
+			d.Hook, d.Rule, d.Reason = RequestHookName, ref.Rule, "The request was refused: "+ref.Error()
+		} else if errors.Is(call.ArgsErr, ErrTooLarge) {
 			d.Rule, d.Reason = RuleTooLarge, "The call was refused unread: "+call.ArgsErr.Error()
 		}
-		deny(res, DenialText+ArgumentsHookName, d)
+		deny(res, DenialText+d.Hook, d)
 		return false
 	}
 	// One memo of path lookups per decision, shared by the hooks that

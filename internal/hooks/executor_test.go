@@ -230,6 +230,17 @@ func TestExecute(t *testing.T) {
 			wantTrace: []string{"after:a:denied"},
 		},
 		{
+			name: "a refused request is denied by hook request with the refusal's rule before any hook runs, and audited",
+			entries: func(tr *trace) []hooks.Entry {
+				return []hooks.Entry{{Hook: traced(tr, "a", allows)}}
+			},
+			call: &hooks.Call{Tool: "echo", Args: map[string]any{}, ArgsErr: &hooks.Refusal{Rule: hooks.RuleUnauthenticated, Err: errors.New("no bearer token")}},
+			want: hooks.Result{Status: hooks.StatusDenied, Output: "Tool execution denied by hook: request",
+				Denial: &hooks.Decision{Hook: hooks.RequestHookName, Rule: hooks.RuleUnauthenticated,
+					Reason: "The request was refused: no bearer token", Action: hooks.ActionDeny}},
+			wantTrace: []string{"after:a:denied"},
+		},
+		{
 			name: "a ToolError fails the call with the tool's own text",
 			entries: func(tr *trace) []hooks.Entry {
 				return []hooks.Entry{{Hook: traced(tr, "a", allows)}}

@@ -244,6 +244,40 @@ func (g *Guard) Warnings() []Decision {
 	return append([]Decision(nil), g.warnings...)
 }
 
+// GitProgramsPolicy is implemented by runtime guards that decide whether
+// git, in the programs a tool starts, may run the programs its
+// configuration names (external diff, textconv, fsmonitor, hooks, pager,
+// credential helpers).
+type GitProgramsPolicy interface {
+	// AllowsGitPrograms reports whether the policy binds call and, when it
+	// does, whether it allows them.
+	AllowsGitPrograms(call *Call) (binds, allows bool)
+}
+
+// AllowsGitPrograms reports whether git may run the programs its
+// configuration names in the programs the tool starts: only when a
+// checker that binds the call allows it and none that binds it refuses
+// (as for every protection, the bound policies' union wins). Without such
+// a checker they stay off.
+func (g *Guard) AllowsGitPrograms() bool {
+	allowed := false
+	for _, en := range g.checkers {
+		p, ok := en.hook.(GitProgramsPolicy)
+		if !ok {
+			continue
+		}
+		binds, allows := p.AllowsGitPrograms(g.call)
+		if !binds {
+			continue
+		}
+		if !allows {
+			return false
+		}
+		allowed = true
+	}
+	return allowed
+}
+
 type guardKey struct{}
 
 // WithGuard returns a context carrying g for a tool to find with GuardFromContext.

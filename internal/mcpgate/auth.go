@@ -170,8 +170,10 @@ func authMiddleware(callers *authn.Request, res *resource, next http.Handler) ht
 		id, err := callers.Authenticate(r)
 		switch {
 		case errors.Is(err, authn.ErrForbidden):
+			noteRefusal(r, &hooks.Refusal{Rule: hooks.RuleForbidden, Err: err})
 			http.Error(w, err.Error(), http.StatusForbidden)
 		case err != nil:
+			noteRefusal(r, &hooks.Refusal{Rule: hooks.RuleUnauthenticated, Err: err})
 			w.Header().Set("WWW-Authenticate", authn.Challenge(r, err, res.metadataURL(r)))
 			msg := err.Error()
 			if r.Header.Get("Authorization") != "" {
@@ -179,8 +181,10 @@ func authMiddleware(callers *authn.Request, res *resource, next http.Handler) ht
 			}
 			http.Error(w, msg, http.StatusUnauthorized)
 		case r.Header.Get("Authorization") == "": // anonymous, as callers allows
+			noteCaller(r, authn.Anonymous)
 			next.ServeHTTP(w, r)
 		default:
+			noteCaller(r, id)
 			authed.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), verifiedKey{}, id)))
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/mcpgate"
 )
 
@@ -61,7 +63,7 @@ func bearerChallenge(t *testing.T, h http.Header) map[string]string {
 // endpoint's protected resource metadata, with error="invalid_token" when
 // credentials were given; the metadata is served without a token and names
 // the endpoint as its resource, as the SDK's OAuth client checks; nothing
-// runs for a refused call.
+// runs for a refused call, and each refused POST leaves one audit record.
 func TestRefusalsCarryABearerChallenge(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.apply(codingPolicy)
@@ -103,8 +105,9 @@ func TestRefusalsCarryABearerChallenge(t *testing.T) {
 			}
 		}
 	}
-	if recs := e.audit.Records(); len(recs) != 0 {
-		t.Fatalf("refused requests left %d audit records", len(recs))
+	// Each refused POST is audited once, as a refusal of no verified caller.
+	if got := refusals(e.audit); !maps.Equal(got, map[string]int{hooks.RuleUnauthenticated: 6}) {
+		t.Fatalf("refused requests left the audit records %v, want 6 refusals by rule %s", got, hooks.RuleUnauthenticated)
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, "made.txt")); err == nil {
 		t.Fatal("a refused call wrote its file")

@@ -3,6 +3,7 @@ package mcpgate_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,6 +50,24 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
+}
+
+// refusals counts m's records of refused requests (hook "request") by
+// rule, under "" those of refused requests that name a sender or a tool,
+// and under "calls" every other record.
+func refusals(m *audit.Memory) map[string]int {
+	out := map[string]int{}
+	for _, r := range m.Records() {
+		switch {
+		case r.Denial == nil || r.Denial.Hook != hooks.RequestHookName:
+			out["calls"]++
+		case r.Tool != "" || (r.SenderID != "") != (r.Denial.Rule != hooks.RuleUnauthenticated && r.Denial.Rule != hooks.RuleForeignOrigin):
+			out[""]++
+		default:
+			out[r.Denial.Rule]++
+		}
+	}
+	return out
 }
 
 // lastRecord returns the newest record m holds, failing without one.
@@ -328,6 +347,35 @@ func newUpstreamServer() (*mcp.Server, *atomic.Int64) {
 				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("progress token %v", token != nil)}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "progress_on", Description: "Report progress every few milliseconds until cancelled and for a while after, then fail; it creates the file named by its done argument once it has stopped.",
+		InputSchema: schema("done")},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			token := req.Params.GetProgressToken()
+			if token == nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no progress token"}}}, nil
+			}
+			// Notifications go on after the cancellation, as an upstream's
+			// may while the cancellation is on its way to it.
+			notify := context.WithoutCancel(ctx)
+			var after <-chan time.Time
+			for i := 1; i < 100000; i++ {
+				_ = req.Session.NotifyProgress(notify, &mcp.ProgressNotificationParams{ProgressToken: token,
+					Progress: float64(i), Message: fmt.Sprintf("step %d", i)})
+				if after == nil && ctx.Err() != nil {
+					after = time.After(300 * time.Millisecond)
+				}
+				select {
+				case <-after:
+					if done := arg(req, "done"); done != "" {
+						_ = os.WriteFile(done, nil, 0o600)
+					}
+					return nil, ctx.Err()
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			return nil, errors.New("never cancelled")
 		})
 	srv.AddTool(&mcp.Tool{Name: "drop_echo", Description: "Stop offering echo.", InputSchema: schema()},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

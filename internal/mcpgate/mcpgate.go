@@ -13,8 +13,8 @@
 // clients validate structuredContent against even in errors), in
 // structuredContent.denial too. A tool's failure (a *hooks.ToolError, an
 // upstream's isError result) is a tool result with isError and the tool's
-// text; a call of an unknown tool, or a request over the body limit, is
-// audited like any call.
+// text; a call of an unknown tool is audited like any call, and so is every
+// request the endpoint refuses with an HTTP error status (auditRefusals).
 //
 // Upstream MCP servers (stdio processes or streamable-HTTP URLs, see Config)
 // are connected at start; their tools join the gateway's tools as
@@ -205,8 +205,8 @@ func NewHandler(opts Options) (*Handler, error) {
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return h.server },
 		&mcp.StreamableHTTPOptions{Logger: opts.Logger, SessionTimeout: opts.SessionIdleTimeout, JSONResponse: true})
 	edges := newCancellations().protocolEdges(limits.middleware(streamable))
-	strict := strictMessages(edges, opts.Gateway.MaxBodyBytes(), h.refuseTooLarge)
-	h.http = origins.middleware(authMiddleware(opts.Gateway.Callers(), res, strict))
+	strict := strictMessages(edges, opts.Gateway.MaxBodyBytes())
+	h.http = h.auditRefusals(origins.middleware(authMiddleware(opts.Gateway.Callers(), res, strict)))
 	return h, nil
 }
 
@@ -236,14 +236,47 @@ func (h *Handler) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	if token := req.Params.GetProgressToken(); token != nil {
 		notifyCtx, session := ctx, req.Session
+		gate := &progressGate{}
+		// The call is answered once this returns: its token is over for
+		// the client, so a notification still on its way from an upstream
+		// (a timed-out or cancelled call goes on there for a while) is
+		// dropped.
+		defer gate.close()
 		ctx = withProgress(ctx, func(p *mcp.ProgressNotificationParams) {
-			p.ProgressToken = token
-			_ = session.NotifyProgress(notifyCtx, p)
+			gate.forward(func() {
+				p.ProgressToken = token
+				_ = session.NotifyProgress(notifyCtx, p)
+			})
 		})
 	}
 	ctx, up := withSlot(ctx)
 	res := h.gw.ExecuteMCP(ctx, call)
 	return toResult(&res, up, h.typed[call.Tool]), nil
+}
+
+// progressGate forwards a call's progress notifications until the call is
+// answered, and none after: a client drops, and reports as an error, a
+// notification whose progress token belongs to a request it has its answer
+// to.
+type progressGate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+// forward runs send unless the gate is closed; close waits for it.
+func (g *progressGate) forward(send func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		send()
+	}
+}
+
+// close lets no notification through any more.
+func (g *progressGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }
 
 // callOf is the hook call of a tools/call request.

@@ -580,8 +580,8 @@ func TestMCPRemoteWithAnInvalidToken(t *testing.T) {
 	if !strings.Contains(out, "invalid token") || !strings.Contains(out, "registers no OAuth clients") {
 		t.Errorf("mcp-remote's output does not say the token was refused as an invalid token:\n%s", clip(out))
 	}
-	if n := len(e.audit.Records()); n != 0 {
-		t.Errorf("%d audit records of a caller whose token was refused", n)
+	if got := refusals(e.audit); len(got) != 1 || got[hooks.RuleUnauthenticated] == 0 {
+		t.Errorf("audit records of a caller whose token was refused: %v, want only refusals by rule %s", got, hooks.RuleUnauthenticated)
 	}
 }
 
@@ -793,4 +793,78 @@ func TestTypeScriptSDKListChanged(t *testing.T) {
 	if marked() {
 		t.Error("ev_get-env is still marked denied after the policy allows it")
 	}
+}
+
+// TestTypeScriptSDKNoProgressAfterTheAnswer: a stdio upstream reports
+// progress every few milliseconds and goes on for a while after the
+// gateway's tool timeout cancelled its call. The TypeScript client gets the
+// timed-out answer and then nothing more for that request: no progress
+// event and no "unknown token" error from the SDK. A second call with
+// progress proves the stream delivered everything sent before it: the
+// upstream's notifications arrive on one pipe in order and the gateway
+// forwards them on the session's one stream, so a late notification of the
+// first call, forwarded at all, reaches the client before the second call's.
+func TestTypeScriptSDKNoProgressAfterTheAnswer(t *testing.T) {
+	t.Parallel()
+	dir := npmDir(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &mcpgate.Config{Upstreams: []mcpgate.UpstreamConfig{{
+		Name: "proc", Stdio: &mcpgate.StdioConfig{Command: exe, Env: map[string]string{upstreamEnvVar: "1"}},
+	}}}
+	e := newEnv(t, envOptions{upstreams: cfg, toolTimeout: time.Second})
+	e.apply(codingPolicy)
+	s := startTSSession(t, dir, e.url)
+	// next reads events up to one of ops, failing on any SDK error and on
+	// progress for a call that has its answer.
+	answered := map[any]bool{}
+	progress := map[any]int{}
+	next := func(ops ...string) map[string]any {
+		t.Helper()
+		for {
+			ev := s.next(append(ops, "clientError", "progress")...)
+			switch ev["op"] {
+			case "clientError":
+				t.Fatalf("the TypeScript SDK reported %q", ev["message"])
+			case "progress":
+				if answered[ev["id"]] {
+					t.Fatalf("progress %v for call %v after its answer", ev["progress"], ev["id"])
+				}
+				progress[ev["id"]]++
+				if !slices.Contains(ops, "progress") {
+					continue
+				}
+			case "result", "error":
+				answered[ev["id"]] = true
+			}
+			return ev
+		}
+	}
+	done := filepath.Join(t.TempDir(), "done")
+	s.send(map[string]any{"op": "call", "id": "slow", "name": "proc_progress_on", "progress": true, "arguments": map[string]any{"done": done}})
+	ev := next("result", "error")
+	if res := resultOf(t, ev); ev["id"] != "slow" || !res.IsError || text(res) != hooks.TimedOutText {
+		t.Fatalf("the slow call answered %v, want %q", ev, hooks.TimedOutText)
+	}
+	if progress["slow"] == 0 {
+		t.Error("no progress reached the client before the timeout")
+	}
+	if rec, ok := completedRecord(e.audit, "proc_progress_on"); !ok || rec.Outcome != hooks.StatusTimedOut {
+		t.Errorf("audit record %+v, want outcome %s", rec, hooks.StatusTimedOut)
+	}
+	// The upstream goes on reporting for 300ms after the cancellation
+	// reached it; the second call starts once it has stopped.
+	waitFor(t, npmClientTimeout, "the upstream to stop reporting the cancelled call's progress", func() bool {
+		_, err := os.Stat(done)
+		return err == nil
+	})
+	s.send(map[string]any{"op": "call", "id": "fast", "name": "proc_progress", "progress": true})
+	ev = next("result", "error")
+	if res := resultOf(t, ev); ev["id"] != "fast" || res.IsError || progress["fast"] != 3 {
+		t.Fatalf("the second call answered %v after %d progress notifications, want 3", ev, progress["fast"])
+	}
+	s.send(map[string]any{"op": "ping"})
+	next("pong")
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
 // CodeOriginRefused is the JSON-RPC error code of a request refused (HTTP
@@ -77,6 +79,7 @@ func (o *origins) middleware(next http.Handler) http.Handler {
 		listed := ok && slices.Contains(o.allowed, origin)
 		switch {
 		case len(r.Header.Values("Origin")) > 1 || !ok || (origin != own && !listed):
+			noteRefusal(r, &hooks.Refusal{Rule: hooks.RuleForeignOrigin, Err: fmt.Errorf("origin %q is not allowed", raw)})
 			refuseOrigin(w, raw)
 			return
 		case !listed: // the endpoint's own origin: no CORS needed

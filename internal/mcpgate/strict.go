@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/toolhooks/toolhooks/internal/gateway"
+	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/strictjson"
 )
 
@@ -27,9 +29,10 @@ var (
 // that repeat a key. Bodies that are not JSON at all go on to the SDK,
 // which rejects them.
 //
-// A body over limit bytes (the gateway's request body limit) is answered 413
-// and handed to tooLarge, which audits it as a refused call.
-func strictMessages(next http.Handler, limit int64, tooLarge func(r *http.Request, limit int64)) http.Handler {
+// A body over limit bytes (the gateway's request body limit, the same for
+// every API) is answered 413 and refused unread; like every refusal it is
+// audited (auditRefusals).
+func strictMessages(next http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
@@ -37,16 +40,24 @@ func strictMessages(next http.Handler, limit int64, tooLarge func(r *http.Reques
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		if err != nil {
-			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+			msg := "reading the request body: " + err.Error()
+			noteRefusal(r, &hooks.Refusal{Rule: hooks.RuleMalformedRequest, Err: errors.New(msg)})
+			http.Error(w, msg, http.StatusBadRequest)
 			return
 		}
 		if int64(len(body)) > limit {
+			noteRefusal(r, gateway.TooLargeError(limit))
 			http.Error(w, fmt.Sprintf("request body is larger than %d bytes", limit), http.StatusRequestEntityTooLarge)
-			tooLarge(r, limit)
 			return
 		}
-		if err := checkMessages(body); err != nil {
-			http.Error(w, "malformed JSON-RPC message: "+err.Error(), http.StatusBadRequest)
+		calls, err := checkMessages(body)
+		if !calls {
+			noteNoCall(r)
+		}
+		if err != nil {
+			msg := "malformed JSON-RPC message: " + err.Error()
+			noteRefusal(r, &hooks.Refusal{Rule: hooks.RuleMalformedRequest, Err: errors.New(msg)})
+			http.Error(w, msg, http.StatusBadRequest)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -55,22 +66,25 @@ func strictMessages(next http.Handler, limit int64, tooLarge func(r *http.Reques
 	})
 }
 
-// checkMessages checks one message or a batch (see strictMessages).
-func checkMessages(body []byte) error {
-	err := strictjson.DecodeLooseRaw(body, func(d *strictjson.Decoder) error {
+// checkMessages checks one message or a batch (see strictMessages). It
+// reports whether the body may hold a tools/call: false only for one
+// message (or a batch) that names other methods alone.
+func checkMessages(body []byte) (calls bool, err error) {
+	err = strictjson.DecodeLooseRaw(body, func(d *strictjson.Decoder) error {
 		if d.Kind() == '[' {
-			return d.Array(func() error { return checkMessage(d) })
+			return d.Array(func() error { return checkMessage(d, &calls) })
 		}
-		return checkMessage(d)
+		return checkMessage(d, &calls)
 	})
 	if errors.Is(err, strictjson.ErrSyntax) {
-		return nil // not JSON at all: the SDK answers it itself
+		return true, nil // not JSON at all: the SDK answers it itself
 	}
-	return err
+	return calls || err != nil, err
 }
 
-// checkMessage reads one message.
-func checkMessage(d *strictjson.Decoder) error {
+// checkMessage reads one message, setting *calls when it is a tools/call
+// (or names no method).
+func checkMessage(d *strictjson.Decoder, calls *bool) error {
 	var method string
 	var params []byte
 	err := d.Object(&messageOptions, func(key string) (err error) {
@@ -84,6 +98,9 @@ func checkMessage(d *strictjson.Decoder) error {
 		}
 		return err
 	})
+	if method == "" || method == methodCallTool {
+		*calls = true
+	}
 	if err != nil || method != methodCallTool || len(params) == 0 || params[0] != '{' {
 		return err
 	}

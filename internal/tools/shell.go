@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
+	"github.com/toolhooks/toolhooks/internal/hooks/progenv"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
@@ -39,7 +40,10 @@ const shellWaitDelay = 2 * time.Second
 //     expansion), the variables the script set for it and its directory, and
 //     then started by the sandbox, in its own process group, with a fixed
 //     environment (PATH, HOME and TMPDIR pointing to a private directory
-//     removed after the call, LANG) plus what the script exported;
+//     removed after the call, LANG, and unless the bound policies allow
+//     them, the git configuration that turns off the programs a
+//     repository's configuration names: progenv.GitEnv) plus what the
+//     script exported, which may not be a variable progenv.Refused names;
 //   - every file the interpreter opens itself (redirections, $(<file),
 //     source) is shown to the guard and opened beneath the workspace; only
 //     /dev/null, and reading /dev/zero and /dev/urandom, are exempt, and
@@ -115,7 +119,9 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(errors.New("shell command finished"))
-	run := &shellRun{w: w, guard: g, tmp: home, cancel: cancel, base: w.baseEnv(home), interpTmp: "TMPDIR=" + tmp}
+	allowGit := g.AllowsGitPrograms()
+	run := &shellRun{w: w, guard: g, tmp: home, cancel: cancel, base: w.baseEnv(home, allowGit), interpTmp: "TMPDIR=" + tmp,
+		allowGit: allowGit}
 	interpEnv := slices.DeleteFunc(slices.Clone(run.base), func(e string) bool { return strings.HasPrefix(e, "TMPDIR=") })
 	interpEnv = append(interpEnv, run.interpTmp)
 	out := &cappedBuffer{max: w.opts.MaxOutputBytes}
@@ -154,9 +160,15 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 	return text, nil
 }
 
-// baseEnv is the environment every command starts from.
-func (w *Workspace) baseEnv(tmp string) []string {
-	return []string{"PATH=" + w.opts.Path, "HOME=" + tmp, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
+// baseEnv is the environment every command starts from: with git's
+// configured programs off unless the bound policies allow them
+// (progenv.GitEnv).
+func (w *Workspace) baseEnv(tmp string, allowGit bool) []string {
+	env := []string{"PATH=" + w.opts.Path, "HOME=" + tmp, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
+	if !allowGit {
+		env = append(env, progenv.GitEnv()...)
+	}
+	return env
 }
 
 // shellRun is one shell tool call's interpreter state.
@@ -168,6 +180,9 @@ type shellRun struct {
 	cancel context.CancelCauseFunc
 	// interpTmp is the interpreter's own TMPDIR entry, which programs do not inherit.
 	interpTmp string
+	// allowGit: the bound policies let git run the programs its
+	// configuration names, so the script may set git's variables.
+	allowGit bool
 
 	mu     sync.Mutex
 	denial error
@@ -256,12 +271,17 @@ func (s *shellRun) chdir(ctx context.Context, args []string) error {
 }
 
 // environ returns a command's environment (the base, then what the script
-// exported) and the part of it that differs from the base.
-func (s *shellRun) environ(env expand.Environ) (all, added []string) {
+// exported) and the part of it that differs from the base. A variable the
+// script may not set (progenv.Refused) is an error.
+func (s *shellRun) environ(env expand.Environ) (all, added []string, err error) {
 	all = slices.Clone(s.base)
 	env.Each(func(name string, vr expand.Variable) bool {
 		if !vr.Exported || vr.Kind != expand.String {
 			return true
+		}
+		if why := progenv.Refused(name, s.allowGit); why != "" && !slices.Contains(s.base, name+"="+vr.Str) {
+			err = userErrorf("%s: the script sets %s, which %s; programs started by the shell tool may not get it", Shell, name, why)
+			return false
 		}
 		kv := name + "=" + vr.Str
 		if slices.Contains(s.base, kv) || kv == s.interpTmp {
@@ -274,7 +294,7 @@ func (s *shellRun) environ(env expand.Environ) (all, added []string) {
 		all = append(all, kv)
 		return true
 	})
-	return all, added
+	return all, added, err
 }
 
 // exec runs one external command after the guard allowed its final argv.
@@ -283,7 +303,10 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 	if !s.w.res.Within(hc.Dir) {
 		return s.deny(userErrorf("%s: the working directory %s is outside the workspace", Shell, hc.Dir))
 	}
-	env, added := s.environ(hc.Env)
+	env, added, err := s.environ(hc.Env)
+	if err != nil {
+		return s.deny(err)
+	}
 	if err := s.guard.Exec(ctx, hc.Dir, added, args); err != nil {
 		return s.deny(err)
 	}

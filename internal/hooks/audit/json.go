@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -24,17 +23,28 @@ import (
 //
 // With a write timeout (WithWriteTimeout), every Write runs in the sink's
 // writer goroutine and Emit waits for it at most that long: a writer that
-// blocks (a pipe nobody reads) fails the record with ErrWriteTimeout instead
-// of holding the call, and every later record fails the same way until the
-// blocked Write returns. A record that missed its deadline may still be
-// written once the writer moves again.
+// blocks (a pipe nobody reads, a hung disk) fails the record with
+// ErrWriteTimeout instead of holding the call. Once a Write has been
+// blocked for longer than the timeout the sink is stalled: every record
+// fails at once with ErrWriteTimeout, without waiting, including those
+// already waiting for their turn, until the blocked Write returns. That
+// Write is the probe of recovery: when the writer moves again the sink
+// writes again (Healthy says which state it is in). A record that missed
+// its deadline may still be written once the writer moves again.
 type JSONSink struct {
 	mu      sync.Mutex
 	w       io.Writer
 	timeout time.Duration
 	writes  chan jsonWrite // to the writer goroutine, with a timeout
-	// blockedSince is when the Write in progress started (Unix nanoseconds), or 0.
-	blockedSince atomic.Int64
+
+	stallMu sync.Mutex
+	// writing is set while a Write is in progress; writeStart is when it started.
+	writing    bool
+	writeStart time.Time
+	// stall is closed while the Write in progress has run past the
+	// timeout, and replaced by an open channel when that Write returns.
+	stall   chan struct{}
+	stalled bool
 }
 
 // jsonWrite is one record for the writer goroutine.
@@ -44,7 +54,7 @@ type jsonWrite struct {
 }
 
 // ErrWriteTimeout is the error of a record whose Write did not return within
-// the sink's write timeout.
+// the sink's write timeout, and of every record while the sink is stalled.
 var ErrWriteTimeout = errors.New("audit write timed out")
 
 // JSONOption configures a JSONSink.
@@ -58,7 +68,7 @@ func WithWriteTimeout(d time.Duration) JSONOption {
 // NewJSONSink returns a sink writing one JSON object per line to w; the
 // gateway uses os.Stdout or a rotating file.
 func NewJSONSink(w io.Writer, opts ...JSONOption) *JSONSink {
-	s := &JSONSink{w: w}
+	s := &JSONSink{w: w, stall: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
 	}
@@ -72,20 +82,62 @@ func NewJSONSink(w io.Writer, opts ...JSONOption) *JSONSink {
 // writer writes the records handed to it, one at a time; it lives as long
 // as the process.
 func (s *JSONSink) writer() {
+	// One watch for every Write: a firing left over from an earlier Write
+	// finds the current one younger than the timeout and does nothing.
+	watch := time.AfterFunc(time.Hour, s.markStalled)
+	watch.Stop()
 	for w := range s.writes {
-		s.blockedSince.Store(time.Now().UnixNano())
+		s.stallMu.Lock()
+		s.writing, s.writeStart = true, time.Now()
+		s.stallMu.Unlock()
+		watch.Reset(s.timeout)
 		_, err := s.w.Write(w.b)
-		s.blockedSince.Store(0)
+		watch.Stop()
+		s.stallMu.Lock()
+		s.writing = false
+		if s.stalled { // the writer moves again
+			s.stall, s.stalled = make(chan struct{}), false
+		}
+		s.stallMu.Unlock()
 		w.done <- err
 	}
 }
 
-// Healthy reports ErrWriteTimeout while a Write has been blocked longer
-// than the write timeout.
+// markStalled marks the sink stalled if the Write in progress has run for
+// the timeout.
+func (s *JSONSink) markStalled() {
+	s.stallMu.Lock()
+	defer s.stallMu.Unlock()
+	if s.writing && !s.stalled && time.Since(s.writeStart) >= s.timeout {
+		s.stalled = true
+		close(s.stall)
+	}
+}
+
+// stallState returns the channel closed while the sink is stalled, and the
+// error of a record refused for it when it is stalled now.
+func (s *JSONSink) stallState() (<-chan struct{}, error) {
+	s.stallMu.Lock()
+	defer s.stallMu.Unlock()
+	if s.stalled {
+		return s.stall, s.stalledErr()
+	}
+	return s.stall, nil
+}
+
+// stalledErr describes the stall; s.stallMu is held.
+func (s *JSONSink) stalledErr() error {
+	return fmt.Errorf("%w: the audit writer has been blocked since %s, longer than %s; records fail at once until it moves again",
+		ErrWriteTimeout, s.writeStart.UTC().Format(time.RFC3339), s.timeout)
+}
+
+// Healthy reports ErrWriteTimeout while the sink is stalled: a Write has
+// been blocked longer than the write timeout.
 func (s *JSONSink) Healthy() error {
-	since := s.blockedSince.Load()
-	if s.timeout > 0 && since != 0 && time.Since(time.Unix(0, since)) > s.timeout {
-		return fmt.Errorf("%w: a write has been blocked since %s", ErrWriteTimeout, time.Unix(0, since).UTC().Format(time.RFC3339))
+	s.stallMu.Lock()
+	defer s.stallMu.Unlock()
+	if s.stalled {
+		return s.stalledErr()
 	}
 	return nil
 }
@@ -99,17 +151,29 @@ func (s *JSONSink) write(b []byte) (error, bool) { //nolint:revive,staticcheck /
 		s.mu.Unlock()
 		return err, true
 	}
+	stall, err := s.stallState()
+	if err != nil {
+		return err, true
+	}
 	t := time.NewTimer(s.timeout)
 	defer t.Stop()
 	w := jsonWrite{b: b, done: make(chan error, 1)}
 	select {
 	case s.writes <- w:
+	case <-stall:
+		_, err := s.stallState()
+		if err == nil { // it moved again meanwhile
+			err = fmt.Errorf("%w: the audit writer stalled while the record waited for it", ErrWriteTimeout)
+		}
+		return err, true
 	case <-t.C:
 		return fmt.Errorf("%w after %s: the previous write is still blocked", ErrWriteTimeout, s.timeout), true
 	}
 	select {
 	case err := <-w.done:
 		return err, true
+	case <-stall:
+		return fmt.Errorf("%w after %s", ErrWriteTimeout, s.timeout), false
 	case <-t.C:
 		return fmt.Errorf("%w after %s", ErrWriteTimeout, s.timeout), false
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -69,5 +71,51 @@ func TestJSONSinkGivesUpOnAStalledPipeAndRecovers(t *testing.T) {
 			t.Fatal("the sink did not recover once the pipe was read")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// blockingWriter blocks every Write until release is closed, counting them.
+type blockingWriter struct {
+	release chan struct{}
+	writes  atomic.Int64
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	w.writes.Add(1)
+	<-w.release
+	return len(p), nil
+}
+
+func TestJSONSinkStalledRefusesEveryRecordWithoutWritingUntilTheWriterMoves(t *testing.T) {
+	w := &blockingWriter{release: make(chan struct{})}
+	s := audit.NewJSONSink(w, audit.WithWriteTimeout(50*time.Millisecond))
+	if err := s.Emit(context.Background(), rec()); !errors.Is(err, audit.ErrWriteTimeout) {
+		t.Fatalf("Emit on a blocked writer = %v, want ErrWriteTimeout", err)
+	}
+	for s.Healthy() == nil { // the stall is declared by the writer's own watch
+		time.Sleep(time.Millisecond)
+	}
+	const n = 50
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- s.Emit(context.Background(), rec()) }()
+	}
+	for range n {
+		if err := <-errs; !errors.Is(err, audit.ErrWriteTimeout) || !strings.Contains(err.Error(), "records fail at once") {
+			t.Errorf("Emit while stalled = %v, want the stall's ErrWriteTimeout", err)
+		}
+	}
+	if got := w.writes.Load(); got != 1 {
+		t.Errorf("the writer got %d writes while one was blocked, want 1", got)
+	}
+	close(w.release)
+	for s.Healthy() != nil {
+		time.Sleep(time.Millisecond)
+	}
+	if err := s.Emit(context.Background(), rec()); err != nil {
+		t.Errorf("Emit once the writer moves again = %v", err)
+	}
+	if got := w.writes.Load(); got != 2 {
+		t.Errorf("the writer got %d writes, want 2", got)
 	}
 }

@@ -6,7 +6,8 @@
 //
 // The package is split by concern: autonomy.go holds the configuration and
 // the rules' order, globs.go the forbidden-path glob compiler and matcher,
-// paths.go the path checks, shell.go the shell checks, readonly.go the
+// paths.go the path checks, protected.go the protected paths (the default
+// set and what writes), shell.go the shell checks, readonly.go the
 // read-only tool tables, runtime.go the checks of a running tool, and
 // validate.go the pure validation and Build.
 //
@@ -56,6 +57,19 @@
 //     starting with ** is used as written; a relative pattern without a slash
 //     (".env", "*.pem", "secret*") matches that name in any directory; a
 //     relative pattern with a slash is anchored at the workspace root.
+//   - Protected paths (protected.go): DefaultProtected, less the entries a
+//     policy lifts, plus the globs it adds, may not be written (created,
+//     renamed over, removed) by any tool or shell line, nor opened for
+//     writing at run time; reading them stays allowed. A path is taken as
+//     written by every tool but the read-only ones (a shell tool's cwd
+//     aside), by every output redirection, and by every word of a command
+//     not known to only read what it names (readerCommands without risky
+//     options; git with a reading subcommand). `git config` that sets a
+//     value writes the repository's (or the global) configuration without
+//     naming it and is denied while that entry is protected. A written
+//     path that cannot be resolved is denied. With only protected paths
+//     (no workspace-only, no forbidden globs) a line that writes nothing
+//     reads no paths for the deny rules.
 //   - Case: when the workspace's file system is detected as case-insensitive
 //     (pathguard probes it), paths and patterns are case-folded before
 //     matching. Resolution itself returns the spelling given for existing
@@ -143,6 +157,9 @@ type Config struct {
 	// Ask names the calls that need a person's approval once every rule
 	// above allowed them.
 	Ask *AskConfig `json:"ask,omitempty"`
+	// ProtectedPaths changes the default protected set (DefaultProtected),
+	// which applies when it is nil: writes to those paths are denied.
+	ProtectedPaths *ProtectedConfig `json:"protectedPaths,omitempty"`
 }
 
 // AskConfig names the calls that need a person's approval: by tool name, by
@@ -180,15 +197,21 @@ type Hook struct {
 	res           *pathguard.Resolver // nil when no workspace root is configured
 	root, real    string              // the workspace root and its real path ("" without one)
 	forbidden     []forbiddenGlob
-	shellAllow    []string
-	toolAllow     []string
-	toolDeny      []string
-	readOnlyTools map[string]bool
-	pathArgs      map[string][]string
-	fold          bool
-	dialects      shellcheck.Dialect
-	names         []string              // exact tool names the configuration names
-	subjects      *hooks.SubjectMatcher // nil binds every call
+	// protected are the globs no path written may match (exact forms, see
+	// ProtectedEntry); protectsGitConfig the git configuration entries
+	// among them, which `git config` writes without naming them.
+	protected         []forbiddenGlob
+	protectsGitConfig []string
+	allowGitPrograms  bool
+	shellAllow        []string
+	toolAllow         []string
+	toolDeny          []string
+	readOnlyTools     map[string]bool
+	pathArgs          map[string][]string
+	fold              bool
+	dialects          shellcheck.Dialect
+	names             []string              // exact tool names the configuration names
+	subjects          *hooks.SubjectMatcher // nil binds every call
 	// The ask rules (see askState): asks is set when there is any.
 	asks        bool
 	askTools    []toolPattern
@@ -275,6 +298,9 @@ func (h *Hook) compile(cfg Config) error {
 			return err
 		}
 		h.forbidden = append(h.forbidden, g)
+	}
+	if err := h.compileProtected(cfg.ProtectedPaths); err != nil {
+		return err
 	}
 	for _, p := range cfg.AllowedShellCommands {
 		if err := checkCommandPattern("allowedShellCommands", p); err != nil {
@@ -473,7 +499,10 @@ func (h *Hook) check(ctx context.Context, call *hooks.Call, st *askState) hooks.
 			return v
 		}
 	}
-	pathChecks := h.workspaceOnly || len(h.forbidden) > 0
+	// writes: the call's paths may be written (protected paths are checked
+	// for it): any tool but a read-only one, and not a shell tool's cwd.
+	writes := h.res != nil && len(h.protected) > 0 && shellKind == notShell && !readOnlyTools[lower] && !h.readOnlyTools[lower]
+	pathChecks := h.workspaceOnly || len(h.forbidden) > 0 || writes
 	// denyReads: the deny rules read the call's paths (and their failures
 	// deny); else only the ask rules may read them.
 	denyReads := pathChecks || shellKind != notShell
@@ -499,7 +528,7 @@ func (h *Hook) check(ctx context.Context, call *hooks.Call, st *askState) hooks.
 		}
 		st.walkOnly(!denyReads)
 		for _, p := range paths {
-			real, v, ok := h.checkPath(m, p, "", st, "")
+			real, v, ok := h.checkPath(m, p, "", st, "", writes)
 			if !ok {
 				if denyReads {
 					return v
@@ -539,7 +568,7 @@ func (h *Hook) checkPatch(m *pathguard.Memo, call *hooks.Call, lower string, ask
 			continue
 		}
 		for _, p := range pathguard.PatchFiles(text) {
-			if _, v, ok := h.checkPath(m, p, "", st, ""); !ok {
+			if _, v, ok := h.checkPath(m, p, "", st, "", true); !ok {
 				return v
 			}
 		}

@@ -24,7 +24,8 @@ func isCwdKey(args map[string]any, p string) bool {
 // workspaceOnly and the forbidden globs; with st it matches the ask path
 // globs too (see askState). cmd is the shell command whose word p is, if
 // any: a match's reason names it, as shellVerdict names it in a denial's.
-func (h *Hook) checkPath(m *pathguard.Memo, p, base string, st *askState, cmd string) (string, hooks.Verdict, bool) {
+// With write, the path may be written and the protected globs apply too.
+func (h *Hook) checkPath(m *pathguard.Memo, p, base string, st *askState, cmd string, write bool) (string, hooks.Verdict, bool) {
 	if h.res == nil {
 		return "", hooks.Allow, true
 	}
@@ -40,7 +41,8 @@ func (h *Hook) checkPath(m *pathguard.Memo, p, base string, st *askState, cmd st
 			"Path %q resolves to %q, outside the workspace %q.", p, real, h.res.Real)), false
 	}
 	ask := h.askingPaths(st)
-	if len(h.forbidden) == 0 && !ask {
+	protect := write && len(h.protected) > 0
+	if len(h.forbidden) == 0 && !ask && !protect {
 		return real, hooks.Allow, true
 	}
 	var pf pathForms
@@ -49,6 +51,11 @@ func (h *Hook) checkPath(m *pathguard.Memo, p, base string, st *askState, cmd st
 		return hooks.Deny(RuleForbiddenPaths, fmt.Sprintf("Path %q (real path %q) matches the forbidden path glob %q.", p, real, g))
 	}); stop {
 		return "", v, false
+	}
+	if protect {
+		if g := matchGlob(h.protected, &pf); g != nil {
+			return "", protectedDenial(p, real, g), false
+		}
 	}
 	return real, hooks.Allow, true
 }

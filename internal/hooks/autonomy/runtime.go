@@ -33,7 +33,7 @@ func (h *Hook) CheckExec(_ context.Context, call *hooks.Call, dir string, env, a
 	}
 	var bases []string
 	if h.res != nil {
-		real, v, ok := h.checkPath(nil, dir, "", nil, "")
+		real, v, ok := h.checkPath(nil, dir, "", nil, "", false)
 		if !ok {
 			return runtimeVerdict(v, cmd)
 		}
@@ -44,8 +44,8 @@ func (h *Hook) CheckExec(_ context.Context, call *hooks.Call, dir string, env, a
 
 // CheckOpen allows a call the subjects do not bind. For one they bind it
 // re-checks a file a tool is about to open with the path rules
-// (workspace-only, forbidden globs); in readonly mode nothing is opened for
-// writing.
+// (workspace-only, forbidden globs, and for writing the protected globs);
+// in readonly mode nothing is opened for writing.
 func (h *Hook) CheckOpen(ctx context.Context, call *hooks.Call, path string, write bool) hooks.Verdict {
 	if !h.subjects.Matches(call) {
 		return hooks.Allow
@@ -53,7 +53,7 @@ func (h *Hook) CheckOpen(ctx context.Context, call *hooks.Call, path string, wri
 	if write && h.readOnly {
 		return hooks.Deny(RuleReadOnly, fmt.Sprintf("Tool %q tried to open %q for writing and the mode is readonly.", call.Tool, path))
 	}
-	if _, v, ok := h.checkPath(pathguard.RealPathsMemo(ctx), path, "", nil, ""); !ok {
+	if _, v, ok := h.checkPath(pathguard.RealPathsMemo(ctx), path, "", nil, "", write); !ok {
 		v.Reason = "At run time: " + v.Reason
 		return v
 	}

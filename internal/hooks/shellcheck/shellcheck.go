@@ -1040,14 +1040,19 @@ func (a *analyzer) env(text string, args []word, depth int) {
 			args = args[1:]
 			a.inner(args, depth)
 			return
-		case v == "-" || v == "-i" || v == "-0" || v == "-v" || v == "--ignore-environment" || v == "--null" || v == "--debug":
+		case v == "-0" || v == "-v" || v == "--null" || v == "--debug":
+			args = args[1:]
+		case v == "-" || v == "-i" || v == "--ignore-environment":
+			a.unverifiable("%q clears the environment the tools set for programs (git's configuration among it)", text)
 			args = args[1:]
 		case v == "-u" || v == "--unset":
+			a.unverifiable("%q removes a variable the tools may set for programs (git's configuration among them)", text)
 			if len(args) < 2 {
 				return
 			}
 			args = args[2:]
 		case strings.HasPrefix(v, "--unset="), strings.HasPrefix(v, "-u") && len(v) > 2:
+			a.unverifiable("%q removes a variable the tools may set for programs (git's configuration among them)", text)
 			args = args[1:]
 		case strings.HasPrefix(v, "-"):
 			a.unverifiable("%q uses env option %q (split string, chdir or signals), which is not analysed", text, v)
