@@ -712,16 +712,24 @@ func (s *Sandbox) newDir(c *compiled, n *node, name string, pol PathPolicy) bool
 // one the policy does not refuse.
 func (s *Sandbox) compileSystem(c *compiled, pol PathPolicy) error {
 	for _, p := range s.rx {
-		if pol != nil && (pol.RefusesSystem(p) || pol.RefusesSystem(p+"/"+probeName)) {
+		if pol != nil && pol.RefusesSystem(p) {
 			continue
 		}
 		fd, rights, err := openRule(p, readExec, false)
 		if err != nil {
 			return err
 		}
-		if fd >= 0 {
-			c.sys = append(c.sys, rule{fd: fd, rights: rights})
+		if fd < 0 {
+			continue
 		}
+		// A directory whose every entry is forbidden (dir/**) is left out
+		// too; a glob that forbids only some entries deep inside one is not
+		// enforced there (system directories are not walked).
+		if pol != nil && rights&llsys.AccessFSReadDir != 0 && pol.RefusesSystem(p+"/"+probeName) {
+			_ = unix.Close(fd)
+			continue
+		}
+		c.sys = append(c.sys, rule{fd: fd, rights: rights})
 	}
 	if s.network == NetworkAllow {
 		for _, p := range resolverFiles {
