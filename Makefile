@@ -128,6 +128,7 @@ fuzz-ci: test-deps ## Run the shell checker's, ask rules', result scanner's and 
 	go test -run '^$$' -fuzz '^FuzzRedactsEverySecret$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/resultscan
 	go test -run '^$$' -fuzz '^FuzzRemovePathsLeaveNothingSelected$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/resultscan
 	go test -run '^$$' -fuzz '^FuzzMaskNeverLogsASecret$$' -fuzztime $(FUZZ_TIME) ./internal/hooks/argmask
+	go test -run '^$$' -fuzz '^FuzzKernelRulesMatchThePolicy$$' -fuzztime $(FUZZ_TIME) ./internal/sandbox
 
 .PHONY: ci
 ci: verify lint test fuzz-ci ci-e2e ## What CI runs: generated code current, lint, all tests, then the e2e suite.

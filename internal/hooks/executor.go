@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -115,6 +116,8 @@ type Executor struct {
 	// off (see WithTracerProvider). tracerSet records that the option was given.
 	tracer    trace.Tracer
 	tracerSet bool
+	// gen tells this executor's path rules from any other's (see Guard.PolicyKey).
+	gen uint64
 }
 
 // entry is an Entry prepared once so that the per-call path does no work that
@@ -129,6 +132,10 @@ type entry struct {
 	action   EnforcementAction
 	failOpen bool
 }
+
+// executorGen numbers executors, so that a key of one's path rules is never
+// reused by another (a pointer could be, once the first is collected).
+var executorGen atomic.Uint64
 
 // Option configures an Executor.
 type Option func(*Executor)
@@ -160,6 +167,7 @@ func NewExecutor(entries []Entry, tools []Tool, opts ...Option) (*Executor, erro
 		timeout: DefaultToolTimeout,
 		log:     slog.Default(),
 		now:     time.Now,
+		gen:     executorGen.Add(1),
 	}
 	for _, opt := range opts {
 		opt(e)

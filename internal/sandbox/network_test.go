@@ -133,7 +133,7 @@ func runHelper(t *testing.T, s *sandbox.Sandbox, self, ws, op string) (string, e
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), helperEnv+"="+op)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = ws, &out, &out
-	if err := s.Start(cmd, []string{ws}); err != nil {
+	if err := s.Start(cmd, sandbox.Confinement{Writable: []string{ws}}); err != nil {
 		t.Fatalf("start %s: %v", op, err)
 	}
 	err := cmd.Wait()
@@ -283,7 +283,7 @@ func TestDenyingTheNetworkNeedsLandlockABI4(t *testing.T) {
 	}
 	cmd := exec.Command("/bin/sh", "-c", "echo ran > ran.txt")
 	cmd.Dir = ws
-	if err := s.Start(cmd, []string{ws}); !errors.Is(err, sandbox.ErrUnusable) {
+	if err := s.Start(cmd, sandbox.Confinement{Writable: []string{ws}}); !errors.Is(err, sandbox.ErrUnusable) {
 		t.Errorf("start: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "ran.txt")); err == nil {

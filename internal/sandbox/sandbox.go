@@ -56,13 +56,16 @@ const NetABI = 4
 // process could still truncate any file it can reach.
 const MinABI = 3
 
-// DefaultReadExecDirs are the directories confined processes may read and
+// DefaultReadExecDirs are the paths confined processes may read and
 // execute beneath unless configured otherwise: enough for git, go, ls, cat,
-// grep, wc and the dynamic loader; missing ones are skipped.
+// grep, wc and the dynamic loader; missing ones are skipped, and so is any
+// the call's policy forbids. /etc/ld.so.cache only spares the loader its
+// search of the default library directories (it works without it);
+// /etc/localtime gives programs the local time zone; /etc/gitconfig is the
+// operator's system-wide git configuration.
 var DefaultReadExecDirs = []string{
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/passwd", "/etc/group",
-	"/etc/nsswitch.conf", "/etc/localtime", "/etc/gitconfig", "/etc/ssl", "/etc/ca-certificates",
+	"/etc/ld.so.cache", "/etc/localtime", "/etc/gitconfig",
 }
 
 // deviceFiles are the device files confined processes may use, with their rights.
@@ -74,8 +77,10 @@ var deviceFiles = map[string]uint64{
 }
 
 // resolverFiles are the files confined processes may read when the network
-// is allowed, so that they can resolve host names.
-var resolverFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf"}
+// is allowed, so that they can resolve host names
+// and verify the certificates of TLS servers.
+var resolverFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf",
+	"/etc/nsswitch.conf", "/etc/ssl", "/etc/ca-certificates"}
 
 // Config configures a Sandbox.
 type Config struct {
@@ -87,6 +92,10 @@ type Config struct {
 	// ReadExecDirs are the paths confined processes may read and execute
 	// beneath; nil means DefaultReadExecDirs.
 	ReadExecDirs []string
+	// WorkspaceExec lets confined processes execute files in the workspace;
+	// by default they can execute only system files and files in the
+	// call's private directory.
+	WorkspaceExec bool
 	// ABI reports the kernel's Landlock ABI version; nil asks the kernel.
 	// Tests set it to simulate a kernel without Landlock.
 	ABI func() (int, error)
@@ -100,6 +109,9 @@ type Sandbox struct {
 	abi      int
 	filter   []unix.SockFilter // the seccomp program of NetworkDeny
 	unusable error             // why tools may not run; nil when they may
+
+	workspaceExec bool
+	cache         *ruleCache // the compiled path rules of recent policies
 }
 
 // New checks the kernel and returns the sandbox. It fails only on an unknown
@@ -107,7 +119,7 @@ type Sandbox struct {
 // network when asked to) is reported by Usable, so that the gateway can
 // still decide calls while refusing to run tools.
 func New(cfg Config) (*Sandbox, error) {
-	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, rx: cfg.ReadExecDirs}
+	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, rx: cfg.ReadExecDirs, workspaceExec: cfg.WorkspaceExec, cache: &ruleCache{}}
 	if s.mode == "" {
 		s.mode = ModeLandlock
 	}
@@ -188,17 +200,18 @@ func (s *Sandbox) Status() string {
 	return fmt.Sprintf("landlock ABI %d, network denied (no TCP bind or connect, no other IP sockets)", s.abi)
 }
 
-// Start starts cmd confined to read-write access beneath rw (and read and
-// execute access beneath the configured system directories), without TCP
-// unless the network is allowed, or unconfined when the sandbox is off.
-func (s *Sandbox) Start(cmd *exec.Cmd, rw []string) error {
+// Start starts cmd confined to what c permits (and read and execute access
+// beneath the configured system directories the policy does not forbid),
+// without TCP unless the network is allowed, or unconfined when the sandbox
+// is off.
+func (s *Sandbox) Start(cmd *exec.Cmd, c Confinement) error {
 	if err := s.Usable(); err != nil {
 		return err
 	}
 	if s.mode == ModeOff {
 		return cmd.Start()
 	}
-	fd, err := s.ruleset(rw)
+	fd, err := s.ruleset(c)
 	if err != nil {
 		return err
 	}
@@ -257,37 +270,21 @@ const (
 )
 
 // ruleset builds the ruleset of one start.
-func (s *Sandbox) ruleset(rw []string) (int, error) {
+func (s *Sandbox) ruleset(c Confinement) (int, error) {
 	fs, net, scoped := s.handled()
 	fd, err := llsys.LandlockCreateRuleset(&llsys.RulesetAttr{HandledAccessFS: fs, HandledAccessNet: net, Scoped: scoped}, 0)
 	if err != nil {
 		return -1, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
 	}
-	for _, p := range rw {
+	for _, p := range c.Writable {
 		if err := addRule(fd, p, fs, fs, true); err != nil {
 			_ = unix.Close(fd)
 			return -1, err
 		}
 	}
-	for _, p := range s.rx {
-		if err := addRule(fd, p, readExec, fs, false); err != nil {
-			_ = unix.Close(fd)
-			return -1, err
-		}
-	}
-	for p, rights := range deviceFiles {
-		if err := addRule(fd, p, rights, fs, false); err != nil {
-			_ = unix.Close(fd)
-			return -1, err
-		}
-	}
-	if s.network == NetworkAllow {
-		for _, p := range resolverFiles {
-			if err := addRule(fd, p, llsys.AccessFSReadFile, fs, false); err != nil {
-				_ = unix.Close(fd)
-				return -1, err
-			}
-		}
+	if err := s.pathRules(fd, c, fs); err != nil {
+		_ = unix.Close(fd)
+		return -1, err
 	}
 	return fd, nil
 }

@@ -34,7 +34,7 @@ func layout(t *testing.T) (ws, secret string) {
 	return ws, secret
 }
 
-func landlock(t *testing.T) *sandbox.Sandbox {
+func landlock(t testing.TB) *sandbox.Sandbox {
 	t.Helper()
 	s, err := sandbox.New(sandbox.Config{})
 	if err != nil {
@@ -52,7 +52,7 @@ func run(t *testing.T, s *sandbox.Sandbox, ws string, argv ...string) (string, e
 	var out bytes.Buffer
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = ws, &out, &out
-	if err := s.Start(cmd, []string{ws}); err != nil {
+	if err := s.Start(cmd, sandbox.Confinement{Writable: []string{ws}}); err != nil {
 		t.Fatalf("start %v: %v", argv, err)
 	}
 	err := cmd.Wait()
@@ -119,7 +119,7 @@ func TestTheGatewayStaysUnconfined(t *testing.T) {
 		wg.Go(func() {
 			cmd := exec.Command("/bin/true")
 			cmd.Dir = ws
-			if err := s.Start(cmd, []string{ws}); err != nil {
+			if err := s.Start(cmd, sandbox.Confinement{Writable: []string{ws}}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -153,7 +153,7 @@ func TestWithoutLandlockToolsAreRefusedUnlessTheSandboxIsOff(t *testing.T) {
 		}
 		cmd := exec.Command("/bin/sh", "-c", "echo ran > ran.txt")
 		cmd.Dir = ws
-		if err := s.Start(cmd, []string{ws}); !errors.Is(err, sandbox.ErrUnusable) {
+		if err := s.Start(cmd, sandbox.Confinement{Writable: []string{ws}}); !errors.Is(err, sandbox.ErrUnusable) {
 			t.Errorf("start without Landlock: %v", err)
 		}
 		if _, err := os.Stat(filepath.Join(ws, "ran.txt")); err == nil {
@@ -242,7 +242,7 @@ func benchStart(b *testing.B, cfg sandbox.Config) {
 	for b.Loop() {
 		cmd := exec.Command("/bin/true")
 		cmd.Dir = ws
-		if err := s.Start(cmd, []string{ws}); err != nil {
+		if err := s.Start(cmd, sandbox.Confinement{Writable: []string{ws}}); err != nil {
 			b.Fatal(err)
 		}
 		if err := cmd.Wait(); err != nil {

@@ -21,8 +21,10 @@ import (
 	"mvdan.cc/sh/v3/interp"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
 	"github.com/toolhooks/toolhooks/internal/hooks/progenv"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
+	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
 
 // shellWaitDelay is how long the shell tool waits for a command's output
@@ -322,7 +324,11 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = shellWaitDelay
-	if err := s.w.opts.Sandbox.Start(cmd, []string{s.w.res.Real, s.tmp}); err != nil {
+	// The workspace as the policy permits; the private directory (HOME and
+	// TMPDIR) writable and executable under every policy, readonly too: go
+	// test builds and runs its binaries there, and it is removed after the call.
+	conf := sandbox.Confinement{Workspace: s.w.res.Real, Policy: newGuardPolicy(ctx, s.guard), Writable: []string{s.tmp}}
+	if err := s.w.opts.Sandbox.Start(cmd, conf); err != nil {
 		_, _ = fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
 		return interp.ExitStatus(126)
 	}
@@ -340,6 +346,26 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 		return err
 	}
 }
+
+// guardPolicy is the call's guard as the sandbox asks it: the programs a
+// command starts may reach exactly what the guard would let the tools
+// themselves open. The sandbox asks about the workspace's paths as it
+// walks them without following a symbolic link (real), so the checks need
+// not resolve them again.
+type guardPolicy struct {
+	ctx, real context.Context
+	g         *hooks.Guard
+}
+
+func newGuardPolicy(ctx context.Context, g *hooks.Guard) guardPolicy {
+	return guardPolicy{ctx: ctx, real: pathguard.WithRealPaths(ctx), g: g}
+}
+
+func (p guardPolicy) Key() string                    { return p.g.PolicyKey() }
+func (p guardPolicy) RefusesRead(path string) bool   { return p.g.Refuses(p.real, path) }
+func (p guardPolicy) RefusesWrite(path string) bool  { return p.g.RefusesWrite(p.real, path) }
+func (p guardPolicy) RefusesSystem(path string) bool { return p.g.RefusesSystem(p.ctx, path) }
+func (p guardPolicy) Err() error                     { return p.ctx.Err() }
 
 // open opens a file for the interpreter: a redirection, $(<file), source.
 func (s *shellRun) open(ctx context.Context, path string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {

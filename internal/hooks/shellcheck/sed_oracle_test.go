@@ -43,7 +43,7 @@ func (o *sedOracle) risky(t testing.TB, prog string) (risky, accepted bool) {
 	cmd.Dir = o.dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := o.sb.Start(cmd, []string{o.dir}); err != nil {
+	if err := o.sb.Start(cmd, sandbox.Confinement{Writable: []string{o.dir}}); err != nil {
 		t.Fatal(err)
 	}
 	err := cmd.Wait()
