@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
+	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
 
 // shellWaitDelay is how long the shell tool waits for a command's output
@@ -136,9 +137,15 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 		return "", d
 	}
 	if ctx.Err() != nil {
-		return "", fmt.Errorf("shell command interrupted: %w", context.Cause(ctx))
+		return "", fmt.Errorf("shell command interrupted: %w%s", context.Cause(ctx), run.endedNote())
 	}
 	text := out.String()
+	if note := run.endedNote(); note != "" {
+		if text != "" && text[len(text)-1] != '\n' {
+			text += "\n"
+		}
+		text += "[" + note[2:] + "]\n"
+	}
 	if err != nil {
 		if text != "" && text[len(text)-1] != '\n' {
 			text += "\n"
@@ -169,6 +176,10 @@ type shellRun struct {
 
 	mu     sync.Mutex
 	denial error
+	// endedProcs counts the processes programs left running that the
+	// sandbox ended; exceeded names the first limit a program exceeded.
+	endedProcs int
+	exceeded   string
 }
 
 // deny records the first refusal and stops the whole command.
@@ -180,6 +191,20 @@ func (s *shellRun) deny(err error) error {
 	s.mu.Unlock()
 	s.cancel(err)
 	return err
+}
+
+// endedNote is "; N processes left running were ended" when programs left
+// some, else "".
+func (s *shellRun) endedNote() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.endedProcs {
+	case 0:
+		return ""
+	case 1:
+		return "; 1 process left running was ended"
+	}
+	return fmt.Sprintf("; %d processes left running were ended", s.endedProcs)
 }
 
 func (s *shellRun) denied() error {
@@ -297,24 +322,45 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 		cmd.Stdin = nil
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Replaced by the sandbox's, which ends the program's whole tree; this
+	// one (the sandbox off) ends its process group.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = shellWaitDelay
-	if err := s.w.opts.Sandbox.Start(cmd, []string{s.w.res.Real, s.tmp}); err != nil {
+	p, err := s.w.opts.Sandbox.Start(cmd, []string{s.w.res.Real, s.tmp})
+	if err != nil {
 		_, _ = fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
 		return interp.ExitStatus(126)
 	}
-	err = cmd.Wait()
+	rep, err := p.Wait()
+	s.ended(rep)
 	var ee *exec.ExitError
 	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ee):
+	case rep.Exceeded != "":
+		err := fmt.Errorf("%s: %s exceeded its %s limit; it and every process it started were ended", Shell, args[0], rep.Exceeded)
+		s.cancel(err)
+		return err
+	case err != nil && errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return interp.ExitStatus(uint8(128 + int(ws.Signal())))
 		}
 		return interp.ExitStatus(uint8(ee.ExitCode()))
-	default:
+	case err != nil:
 		return err
+	case !rep.Exited:
+		return interp.ExitStatus(uint8(128 + int(rep.Signal)))
+	case rep.ExitCode != 0:
+		return interp.ExitStatus(uint8(rep.ExitCode))
+	}
+	return nil
+}
+
+// ended adds what the sandbox reported of one program to the call's note.
+func (s *shellRun) ended(rep sandbox.Report) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.endedProcs += rep.Ended
+	if rep.Exceeded != "" && s.exceeded == "" {
+		s.exceeded = rep.Exceeded
 	}
 }
 
