@@ -236,6 +236,27 @@ func BenchmarkStartConfined(b *testing.B) { benchStart(b, sandbox.Config{}) }
 
 func BenchmarkStartUnconfined(b *testing.B) { benchStart(b, sandbox.Config{Mode: sandbox.ModeOff}) }
 
+// BenchmarkStartConfinedSmallSupervisor starts the supervisor the image
+// ships (cmd/toolhooks-sandbox) rather than this test binary.
+func BenchmarkStartConfinedSmallSupervisor(b *testing.B) {
+	benchStart(b, sandbox.Config{Supervisor: BuildSupervisor(b)})
+}
+
+// BenchmarkStartConfinedSubreaper supervises without a PID namespace.
+func BenchmarkStartConfinedSubreaper(b *testing.B) {
+	benchStart(b, sandbox.Config{Supervisor: BuildSupervisor(b), Reaper: sandbox.ReaperSubreaper})
+}
+
+// BuildSupervisor builds cmd/toolhooks-sandbox and returns its path.
+func BuildSupervisor(tb testing.TB) string {
+	tb.Helper()
+	p := filepath.Join(tb.TempDir(), sandbox.SupervisorName)
+	if out, err := exec.Command("go", "build", "-ldflags=-s", "-o", p, "github.com/toolhooks/toolhooks/cmd/toolhooks-sandbox").CombinedOutput(); err != nil {
+		tb.Fatalf("building the supervisor: %v\n%s", err, out)
+	}
+	return p
+}
+
 func benchStart(b *testing.B, cfg sandbox.Config) {
 	s, err := sandbox.New(cfg)
 	if err != nil {

@@ -137,6 +137,9 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 		return "", d
 	}
 	if ctx.Err() != nil {
+		if run.limitExceeded() {
+			return "", userErrorf("%v%s", context.Cause(ctx), run.endedNote())
+		}
 		return "", fmt.Errorf("shell command interrupted: %w%s", context.Cause(ctx), run.endedNote())
 	}
 	text := out.String()
@@ -205,6 +208,13 @@ func (s *shellRun) endedNote() string {
 		return "; 1 process left running was ended"
 	}
 	return fmt.Sprintf("; %d processes left running were ended", s.endedProcs)
+}
+
+// limitExceeded reports whether a program exceeded a limit of the sandbox.
+func (s *shellRun) limitExceeded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exceeded != ""
 }
 
 func (s *shellRun) denied() error {
