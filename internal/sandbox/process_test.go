@@ -363,6 +363,10 @@ func TestByDefaultNoUnixSocketOrNetlinkReachesOutside(t *testing.T) {
 	if out, err := runHelper(t, allowed, self, ws, fmt.Sprint("netlink ", unix.NETLINK_SOCK_DIAG)); err == nil || !strings.HasPrefix(out, "EACCES") {
 		t.Errorf("NETLINK_SOCK_DIAG with the network allowed: %q %v", out, err)
 	}
+	if out, err := run(t, allowed, ws, "/usr/bin/python3", "-c",
+		"import socket; print(socket.getaddrinfo('localhost', 80, type=socket.SOCK_STREAM, flags=socket.AI_ADDRCONFIG)[0][4][1])"); err != nil || out != "80\n" {
+		t.Errorf("getaddrinfo with AI_ADDRCONFIG: %q %v", out, err)
+	}
 }
 
 // Every path to a file outside the granted directories ends at the same
