@@ -38,7 +38,11 @@ const shellWaitDelay = 2 * time.Second
 //     expansion), the variables the script set for it and its directory, and
 //     then started by the sandbox, in its own process group, with a fixed
 //     environment (PATH, HOME and TMPDIR pointing to a private directory
-//     removed after the call, LANG) plus what the script exported;
+//     removed after the call, LANG) plus what the script exported; every
+//     process a program leaves running is ended when it exits (the output
+//     ends with a note of how many), and a program that exceeds the
+//     sandbox's CPU time or file size limit ends the call with an error
+//     saying so;
 //   - every file the interpreter opens itself (redirections, $(<file),
 //     source) is shown to the guard and opened beneath the workspace; only
 //     /dev/null, and reading /dev/zero and /dev/urandom, are exempt, and
