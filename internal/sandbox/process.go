@@ -23,8 +23,8 @@ const (
 	ReaperPIDNamespace = "pid namespace"
 	// ReaperSubreaper: the supervisor is a child subreaper (where no
 	// namespace may be created, e.g. under a container runtime's default
-	// seccomp profile). Sound where Landlock scopes signals (ABI 6), so that
-	// no program can kill its supervisor.
+	// seccomp profile). No program can kill it: Landlock (ABI 6) scopes
+	// signals, and the seccomp filter refuses signalling its pid and group.
 	ReaperSubreaper = "subreaper"
 )
 

@@ -636,3 +636,32 @@ var _ = errors.New
 
 // atFDCWD is AT_FDCWD as a system call argument.
 var atFDCWD = func() uintptr { fd := unix.AT_FDCWD; return uintptr(fd) }()
+
+// Without Landlock's signal scoping (ABI < 6) and without a PID namespace,
+// the filter keeps a program from killing its supervisor, which would leave
+// its orphans running.
+func TestWithoutSignalScopingAProgramCannotKillItsSupervisor(t *testing.T) {
+	s, err := sandbox.New(sandbox.Config{Reaper: sandbox.ReaperSubreaper, ABI: func() (int, error) { return 5, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Usable(); err != nil {
+		t.Fatal(err)
+	}
+	ws, _ := layout(t)
+	tok := token(t)
+	script := `sup=$PPID
+kill -KILL $sup 2>/dev/null; echo "kill $?"
+kill -KILL -- -$sup 2>/dev/null; echo "group $?"
+/usr/bin/python3 -c 'import os, sys; os.kill(int(sys.argv[1]), 9)' $sup 2>/dev/null; echo "python $?"
+sleep ` + tok + ` &
+echo left`
+	p, out := start(t, s, ws, context.Background(), "/bin/bash", "-c", script)
+	rep, err := p.Wait()
+	if err != nil || !rep.Exited || rep.Ended != 1 || out.String() != "kill 1\ngroup 1\npython 1\nleft\n" {
+		t.Errorf("%+v %v %q", rep, err, out.String())
+	}
+	if left := running(tok); len(left) > 0 {
+		t.Errorf("still running after the program: %v", left)
+	}
+}

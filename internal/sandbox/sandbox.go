@@ -166,7 +166,7 @@ func New(cfg Config) (*Sandbox, error) {
 		s.abi = v
 	}
 	if s.unusable == nil {
-		if _, err = programFilter(s.network); err != nil {
+		if _, err = programFilter(s.network, 0); err != nil {
 			s.unusable, s.abi = err, 0
 		}
 	}
@@ -210,9 +210,6 @@ func (s *Sandbox) Status() string {
 		net = "network allowed"
 	}
 	reaper := s.reaper
-	if reaper == ReaperSubreaper && s.abi < 6 {
-		reaper += " (weak: without Landlock ABI 6 a program can kill its supervisor, and its orphans then outlive it)"
-	}
 	procs := ""
 	if s.procBound != "" {
 		procs = ", process bound " + s.procBound

@@ -31,6 +31,13 @@ import (
 //   - system calls of another ABI (x32, 32-bit), whose numbers the filter
 //     does not know.
 //
+// A supervisor without a PID namespace of its own (a subreaper) passes its
+// pid: the filter then refuses every way of signalling it or its process
+// group (kill, tgkill, tkill, rt_sigqueueinfo, pidfd_open, joining its
+// group, asking for SIGIO to it with fcntl or ioctl), so that a program
+// cannot end its supervisor and leave orphans behind where Landlock does
+// not scope signals (ABI < 6).
+//
 // Under NetworkDeny it also refuses every socket but plain TCP ones (whose
 // bind and connect Landlock refuses): UNIX sockets (Landlock does not
 // govern connecting to a socket file; socketpair still makes connected
@@ -80,9 +87,13 @@ const (
 	offArg0 = 16
 )
 
+// fioSetown is the FIOSETOWN ioctl (SIGIO to a process), as F_SETOWN.
+const fioSetown = 0x8901
+
 // programFilter assembles the seccomp program of the confined programs for
-// the running architecture and network mode.
-func programFilter(network string) ([]unix.SockFilter, error) {
+// the running architecture and network mode; supervisor, when not 0, is the
+// pid the programs may not signal.
+func programFilter(network string, supervisor uint32) ([]unix.SockFilter, error) {
 	audit, ok := auditArch[runtime.GOARCH]
 	if !ok {
 		return nil, fmt.Errorf("sandbox: no seccomp filter for %s", runtime.GOARCH)
@@ -127,6 +138,26 @@ func programFilter(network string) ([]unix.SockFilter, error) {
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 1},
 		errno(unix.EPERM),
 		allow)
+	if supervisor != 0 {
+		eperm := errno(unix.EPERM)
+		// isPid refuses when the loaded value is one of vals.
+		isPid := func(vals ...uint32) []bpf.Instruction {
+			var out []bpf.Instruction
+			for i, v := range vals {
+				out = append(out, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(vals) - i)})
+			}
+			return append(out, allow, eperm)
+		}
+		group, all := -supervisor, ^uint32(0) // -pid and -1
+		when(unix.SYS_KILL, append([]bpf.Instruction{arg(0)}, isPid(supervisor, group, all)...)...)
+		when(unix.SYS_TKILL, eperm)
+		for _, nr := range []uint32{unix.SYS_TGKILL, unix.SYS_RT_SIGQUEUEINFO, unix.SYS_RT_TGSIGQUEUEINFO, unix.SYS_PIDFD_OPEN} {
+			when(nr, append([]bpf.Instruction{arg(0)}, isPid(supervisor)...)...)
+		}
+		when(unix.SYS_SETPGID, append([]bpf.Instruction{arg(1)}, isPid(supervisor)...)...)
+		when(unix.SYS_FCNTL, append([]bpf.Instruction{arg(1)}, isPid(unix.F_SETOWN, unix.F_SETOWN_EX)...)...)
+		when(unix.SYS_IOCTL, append([]bpf.Instruction{arg(1)}, isPid(fioSetown, unix.SIOCSPGRP)...)...)
+	}
 	// socket(domain, type, protocol)
 	if network == NetworkDeny {
 		when(unix.SYS_SOCKET,

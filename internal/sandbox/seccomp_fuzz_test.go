@@ -11,7 +11,7 @@ import (
 )
 
 // decide is what the filter must answer, written as plain Go.
-func decide(network string, arch, nr uint32, args [6]uint64) uint32 {
+func decide(network string, supervisor, arch, nr uint32, args [6]uint64) uint32 {
 	errno := func(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
 	low := func(i int) uint32 { return uint32(args[i]) }
 	switch {
@@ -21,6 +21,33 @@ func decide(network string, arch, nr uint32, args [6]uint64) uint32 {
 		return errno(unix.EPERM)
 	case slices.Contains(refused, nr):
 		return errno(unix.EPERM)
+	}
+	if supervisor != 0 {
+		pid := int32(low(0))
+		switch nr {
+		case unix.SYS_KILL:
+			if pid == int32(supervisor) || pid == -int32(supervisor) || pid == -1 {
+				return errno(unix.EPERM)
+			}
+		case unix.SYS_TKILL:
+			return errno(unix.EPERM)
+		case unix.SYS_TGKILL, unix.SYS_RT_SIGQUEUEINFO, unix.SYS_RT_TGSIGQUEUEINFO, unix.SYS_PIDFD_OPEN:
+			if pid == int32(supervisor) {
+				return errno(unix.EPERM)
+			}
+		case unix.SYS_SETPGID:
+			if low(1) == supervisor {
+				return errno(unix.EPERM)
+			}
+		case unix.SYS_FCNTL:
+			if low(1) == unix.F_SETOWN || low(1) == unix.F_SETOWN_EX {
+				return errno(unix.EPERM)
+			}
+		case unix.SYS_IOCTL:
+			if low(1) == fioSetown || low(1) == unix.SIOCSPGRP {
+				return errno(unix.EPERM)
+			}
+		}
 	}
 	switch nr {
 	case unix.SYS_CLONE3:
@@ -67,9 +94,17 @@ func FuzzProgramFilter(f *testing.F) {
 	f.Add(false, uint32(unix.SYS_SOCKETPAIR), uint64(unix.AF_UNIX), uint64(unix.SOCK_DGRAM|unix.SOCK_CLOEXEC), uint64(0), uint64(0))
 	f.Add(false, uint32(unix.SYS_BPF), uint64(0), uint64(0), uint64(0), uint64(0))
 	f.Add(false, uint32(x32Bit|unix.SYS_READ), uint64(0), uint64(0), uint64(0), uint64(0))
-	vms := map[string]*bpf.VM{}
-	for _, n := range []string{NetworkDeny, NetworkAllow} {
-		prog, err := programFilter(n)
+	f.Add(false, uint32(unix.SYS_KILL), uint64(0xffffffff)<<32|uint64(0xffffffff-4242+1), uint64(9), uint64(0), uint64(0))
+	f.Add(true, uint32(unix.SYS_KILL), uint64(4242), uint64(9), uint64(0), uint64(0))
+	f.Add(false, uint32(unix.SYS_FCNTL), uint64(3), uint64(unix.F_SETOWN), uint64(4242), uint64(0))
+	const supervisor = 4242
+	type key struct {
+		network string
+		guard   uint32
+	}
+	vms := map[key]*bpf.VM{}
+	for _, k := range []key{{NetworkDeny, 0}, {NetworkAllow, 0}, {NetworkDeny, supervisor}, {NetworkAllow, supervisor}} {
+		prog, err := programFilter(k.network, k.guard)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -81,7 +116,7 @@ func FuzzProgramFilter(f *testing.F) {
 		if !ok {
 			f.Fatal("the filter does not disassemble")
 		}
-		if vms[n], err = bpf.NewVM(insns); err != nil {
+		if vms[k], err = bpf.NewVM(insns); err != nil {
 			f.Fatal(err)
 		}
 	}
@@ -91,22 +126,24 @@ func FuzzProgramFilter(f *testing.F) {
 			network = NetworkAllow
 		}
 		args := [6]uint64{a0, a1, a2, a3}
-		for _, arch := range []uint32{auditArch[runtime.GOARCH], unix.AUDIT_ARCH_I386} {
-			// struct seccomp_data, each 32-bit word big-endian for the
-			// interpreter (the kernel loads them in the machine's order).
-			in := make([]byte, 64)
-			binary.BigEndian.PutUint32(in[0:], nr)
-			binary.BigEndian.PutUint32(in[4:], arch)
-			for i, a := range args {
-				binary.BigEndian.PutUint32(in[16+8*i:], uint32(a))
-				binary.BigEndian.PutUint32(in[16+8*i+4:], uint32(a>>32))
-			}
-			got, err := vms[network].Run(in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := decide(network, arch, nr, args); uint32(got) != want {
-				t.Errorf("%s: arch %#x nr %d args %#x: filter %#x, want %#x", network, arch, nr, args, uint32(got), want)
+		for _, guard := range []uint32{0, supervisor} {
+			for _, arch := range []uint32{auditArch[runtime.GOARCH], unix.AUDIT_ARCH_I386} {
+				// struct seccomp_data, each 32-bit word big-endian for the
+				// interpreter (the kernel loads them in the machine's order).
+				in := make([]byte, 64)
+				binary.BigEndian.PutUint32(in[0:], nr)
+				binary.BigEndian.PutUint32(in[4:], arch)
+				for i, a := range args {
+					binary.BigEndian.PutUint32(in[16+8*i:], uint32(a))
+					binary.BigEndian.PutUint32(in[16+8*i+4:], uint32(a>>32))
+				}
+				got, err := vms[key{network, guard}].Run(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := decide(network, guard, arch, nr, args); uint32(got) != want {
+					t.Errorf("%s, supervisor %d: arch %#x nr %d args %#x: filter %#x, want %#x", network, guard, arch, nr, args, uint32(got), want)
+				}
 			}
 		}
 	})

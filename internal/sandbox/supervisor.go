@@ -116,7 +116,11 @@ func supervise(arg string) int {
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM)
-	filter, err := programFilter(sp.Network)
+	guard := uint32(0)
+	if !sp.PIDNS {
+		guard = uint32(os.Getpid())
+	}
+	filter, err := programFilter(sp.Network, guard)
 	if err != nil {
 		return writeReport(out, Report{Error: err.Error()})
 	}
@@ -179,7 +183,8 @@ func startConfined(sp *spec, filter []unix.SockFilter) (pid, pidfd int, err erro
 	pid, err = syscall.ForkExec(sp.Path, sp.Args, &syscall.ProcAttr{
 		Env:   sp.Env,
 		Files: []uintptr{0, 1, 2},
-		Sys:   &syscall.SysProcAttr{PidFD: &pidfd},
+		// A process group of its own: the supervisor's is not the program's to signal.
+		Sys: &syscall.SysProcAttr{PidFD: &pidfd, Setpgid: !sp.PIDNS},
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s: %w", sp.Path, err)
