@@ -167,6 +167,7 @@ callgrind-decisions: ## Count instructions per decision with valgrind's callgrin
 build: generate fmt vet ## Build the binaries into ./bin.
 	go build -o $(LOCALBIN)/manager ./cmd/main.go
 	go build -o $(LOCALBIN)/gateway ./cmd/gateway
+	go build -o $(LOCALBIN)/toolhooks-sandbox ./cmd/toolhooks-sandbox
 	go build -o $(LOCALBIN)/kubectl-toolhooks ./cmd/kubectl-toolhooks
 
 .PHONY: run

@@ -61,10 +61,11 @@ func confined(t testing.TB, s *sandbox.Sandbox, ws string, pol sandbox.PathPolic
 	var out bytes.Buffer
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = ws, &out, &out
-	if err := s.Start(cmd, sandbox.Confinement{Workspace: ws, Policy: pol}); err != nil {
+	p, err := s.Start(cmd, sandbox.Confinement{Workspace: ws, Policy: pol})
+	if err != nil {
 		t.Fatalf("start %v: %v", argv, err)
 	}
-	err := cmd.Wait()
+	_, err = waitExit(p)
 	return out.String(), err
 }
 

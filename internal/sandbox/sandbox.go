@@ -8,19 +8,18 @@
 // kernel without Landlock's network rules then makes the sandbox unusable),
 // unless the network is explicitly allowed.
 //
-// Only the child is confined, never the gateway: Start restricts one locked
-// OS thread (landlock_restrict_self without TSYNC is per thread), forks the
-// child from it and lets that thread exit, so the confinement is inherited by
-// the child alone. The Go runtime never clones new threads from a locked
-// thread (it hands thread creation to its template thread), so no gateway
-// goroutine ever runs confined.
+// Only the program is confined, never the gateway: each program runs under a
+// supervisor (supervisor.go) that restricts one locked OS thread
+// (landlock_restrict_self without TSYNC is per thread), drops every
+// privilege and sets the limits there, forks the program from it and lets
+// that thread exit. The supervisor ends every process the program leaves
+// behind when it exits, and reports how many it ended.
 package sandbox
 
 import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"runtime"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -99,6 +98,15 @@ type Config struct {
 	// ABI reports the kernel's Landlock ABI version; nil asks the kernel.
 	// Tests set it to simulate a kernel without Landlock.
 	ABI func() (int, error)
+	// Limits bound each program (zero values: unbounded).
+	Limits Limits
+	// Reaper forces ReaperSubreaper when set to it; otherwise a PID
+	// namespace is used where the kernel allows one.
+	Reaper string
+	// Supervisor is the executable of the supervisors: one whose main
+	// package imports this package (which recognises the supervisor's
+	// arguments in its init). Empty: DefaultSupervisor.
+	Supervisor string
 }
 
 // Sandbox starts confined processes. It is immutable and safe for concurrent use.
@@ -107,8 +115,14 @@ type Sandbox struct {
 	network  string
 	rx       []string
 	abi      int
-	filter   []unix.SockFilter // the seccomp program of NetworkDeny
-	unusable error             // why tools may not run; nil when they may
+	limits   Limits
+	unusable error // why tools may not run; nil when they may
+	// reaper is ReaperPIDNamespace or ReaperSubreaper, with the clone
+	// flags of the supervisor; procBound says how Limits.Processes holds.
+	reaper     string
+	cloneFlags uintptr
+	procBound  string
+	supervisor string
 
 	workspaceExec bool
 	cache         *ruleCache // the compiled path rules of recent policies
@@ -119,7 +133,14 @@ type Sandbox struct {
 // network when asked to) is reported by Usable, so that the gateway can
 // still decide calls while refusing to run tools.
 func New(cfg Config) (*Sandbox, error) {
-	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, rx: cfg.ReadExecDirs, workspaceExec: cfg.WorkspaceExec, cache: &ruleCache{}}
+	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, rx: cfg.ReadExecDirs, limits: cfg.Limits, supervisor: cfg.Supervisor,
+		workspaceExec: cfg.WorkspaceExec, cache: &ruleCache{}}
+	if s.supervisor == "" {
+		s.supervisor = DefaultSupervisor()
+	}
+	if cfg.Reaper != "" && cfg.Reaper != ReaperSubreaper {
+		return nil, fmt.Errorf("sandbox: unknown reaper %q", cfg.Reaper)
+	}
 	if s.mode == "" {
 		s.mode = ModeLandlock
 	}
@@ -157,10 +178,13 @@ func New(cfg Config) (*Sandbox, error) {
 	default:
 		s.abi = v
 	}
-	if s.unusable == nil && s.network == NetworkDeny {
-		if s.filter, err = networkFilter(); err != nil {
+	if s.unusable == nil {
+		if _, err = programFilter(s.network, 0); err != nil {
 			s.unusable, s.abi = err, 0
 		}
+	}
+	if s.unusable == nil {
+		s.reaping(cfg.Reaper == ReaperSubreaper)
 	}
 	return s, nil
 }
@@ -194,49 +218,48 @@ func (s *Sandbox) Status() string {
 	case s.unusable != nil:
 		return "unavailable: " + s.unusable.Error()
 	}
+	net := "network denied (no TCP bind or connect, no UNIX, netlink or other IP sockets)"
 	if s.network == NetworkAllow {
-		return fmt.Sprintf("landlock ABI %d, network allowed", s.abi)
+		net = "network allowed"
 	}
-	return fmt.Sprintf("landlock ABI %d, network denied (no TCP bind or connect, no other IP sockets)", s.abi)
+	reaper := s.reaper
+	procs := ""
+	if s.procBound != "" {
+		procs = ", process bound " + s.procBound
+	}
+	return fmt.Sprintf("landlock ABI %d, %s, no capabilities, processes ended with each program by its supervisor (%s); limits: %s%s",
+		s.abi, net, reaper, s.limits, procs)
 }
+
+// Reaper is how programs are kept from outliving their call:
+// ReaperPIDNamespace or ReaperSubreaper ("" when off or unusable).
+func (s *Sandbox) Reaper() string { return s.reaper }
 
 // Start starts cmd confined to what c permits (and read and execute access
 // beneath the configured system directories the policy does not forbid),
-// without TCP unless the network is allowed, or unconfined when the sandbox
-// is off.
-func (s *Sandbox) Start(cmd *exec.Cmd, c Confinement) error {
+// without TCP unless the network is allowed, without privileges, within the
+// limits and under a supervisor that ends what it leaves running; or
+// unconfined when the sandbox is off. Wait for it with the Process, not
+// cmd.Wait. cmd's Path, Args, Env, ExtraFiles and SysProcAttr become the
+// supervisor's (its Setpgid and Setsid settings are kept); a Cancel function
+// set by exec.CommandContext is replaced by one that has the supervisor end
+// the whole tree.
+func (s *Sandbox) Start(cmd *exec.Cmd, c Confinement) (*Process, error) {
 	if err := s.Usable(); err != nil {
-		return err
+		return nil, err
 	}
 	if s.mode == ModeOff {
-		return cmd.Start()
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		return &Process{cmd: cmd}, nil
 	}
 	fd, err := s.ruleset(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }()
-	errc := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread, now confined, exits with this goroutine.
-		runtime.LockOSThread()
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			errc <- fmt.Errorf("sandbox: no_new_privs: %w", err)
-			return
-		}
-		if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
-			errc <- fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
-			return
-		}
-		if s.filter != nil {
-			if err := installFilter(s.filter); err != nil {
-				errc <- err
-				return
-			}
-		}
-		errc <- cmd.Start()
-	}()
-	return <-errc
+	return s.start(cmd, fd)
 }
 
 // handled returns the file-system rights, network rights and scopes the

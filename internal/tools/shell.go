@@ -44,6 +44,10 @@ const shellWaitDelay = 2 * time.Second
 //     them, the git configuration that turns off the programs a
 //     repository's configuration names: progenv.GitEnv) plus what the
 //     script exported, which may not be a variable progenv.Refused names;
+//     every process a program leaves running is ended when it exits (the
+//     output ends with a note of how many), and a program that exceeds the
+//     sandbox's CPU time or file size limit ends the call with an error
+//     saying so;
 //   - every file the interpreter opens itself (redirections, $(<file),
 //     source) is shown to the guard and opened beneath the workspace; only
 //     /dev/null, and reading /dev/zero and /dev/urandom, are exempt, and
@@ -144,9 +148,18 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 		return "", d
 	}
 	if ctx.Err() != nil {
-		return "", fmt.Errorf("shell command interrupted: %w", context.Cause(ctx))
+		if run.limitExceeded() {
+			return "", userErrorf("%v%s", context.Cause(ctx), run.endedNote())
+		}
+		return "", fmt.Errorf("shell command interrupted: %w%s", context.Cause(ctx), run.endedNote())
 	}
 	text := out.String()
+	if note := run.endedNote(); note != "" {
+		if text != "" && text[len(text)-1] != '\n' {
+			text += "\n"
+		}
+		text += "[" + note[2:] + "]\n"
+	}
 	if err != nil {
 		if text != "" && text[len(text)-1] != '\n' {
 			text += "\n"
@@ -186,6 +199,10 @@ type shellRun struct {
 
 	mu     sync.Mutex
 	denial error
+	// endedProcs counts the processes programs left running that the
+	// sandbox ended; exceeded names the first limit a program exceeded.
+	endedProcs int
+	exceeded   string
 }
 
 // deny records the first refusal and stops the whole command.
@@ -197,6 +214,27 @@ func (s *shellRun) deny(err error) error {
 	s.mu.Unlock()
 	s.cancel(err)
 	return err
+}
+
+// endedNote is "; N processes left running were ended" when programs left
+// some, else "".
+func (s *shellRun) endedNote() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.endedProcs {
+	case 0:
+		return ""
+	case 1:
+		return "; 1 process left running was ended"
+	}
+	return fmt.Sprintf("; %d processes left running were ended", s.endedProcs)
+}
+
+// limitExceeded reports whether a program exceeded a limit of the sandbox.
+func (s *shellRun) limitExceeded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exceeded != ""
 }
 
 func (s *shellRun) denied() error {
@@ -322,28 +360,49 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 		cmd.Stdin = nil
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Replaced by the sandbox's, which ends the program's whole tree; this
+	// one (the sandbox off) ends its process group.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = shellWaitDelay
 	// The workspace as the policy permits; the private directory (HOME and
 	// TMPDIR) writable and executable under every policy, readonly too: go
 	// test builds and runs its binaries there, and it is removed after the call.
 	conf := sandbox.Confinement{Workspace: s.w.res.Real, Policy: newGuardPolicy(ctx, s.guard), Writable: []string{s.tmp}}
-	if err := s.w.opts.Sandbox.Start(cmd, conf); err != nil {
+	p, err := s.w.opts.Sandbox.Start(cmd, conf)
+	if err != nil {
 		_, _ = fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
 		return interp.ExitStatus(126)
 	}
-	err = cmd.Wait()
+	rep, err := p.Wait()
+	s.ended(rep)
 	var ee *exec.ExitError
 	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ee):
+	case rep.Exceeded != "":
+		err := fmt.Errorf("%s: %s exceeded its %s limit; it and every process it started were ended", Shell, args[0], rep.Exceeded)
+		s.cancel(err)
+		return err
+	case err != nil && errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return interp.ExitStatus(uint8(128 + int(ws.Signal())))
 		}
 		return interp.ExitStatus(uint8(ee.ExitCode()))
-	default:
+	case err != nil:
 		return err
+	case !rep.Exited:
+		return interp.ExitStatus(uint8(128 + int(rep.Signal)))
+	case rep.ExitCode != 0:
+		return interp.ExitStatus(uint8(rep.ExitCode))
+	}
+	return nil
+}
+
+// ended adds what the sandbox reported of one program to the call's note.
+func (s *shellRun) ended(rep sandbox.Report) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.endedProcs += rep.Ended
+	if rep.Exceeded != "" && s.exceeded == "" {
+		s.exceeded = rep.Exceeded
 	}
 }
 
