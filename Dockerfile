@@ -21,7 +21,8 @@ RUN go mod download
 COPY . .
 # GOARCH has no default so the binaries match the platform being built for.
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath -o /out/manager ./cmd/main.go && \
-    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath -o /out/gateway ./cmd/gateway
+    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath -o /out/gateway ./cmd/gateway && \
+    CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} go build -trimpath -ldflags=-s -o /out/toolhooks-sandbox ./cmd/toolhooks-sandbox
 
 # The gateway: /gateway, with a shell for the shell tool, non-root.
 FROM ${GATEWAY_BASE_IMAGE} AS gateway
@@ -29,6 +30,9 @@ RUN groupadd --gid 65532 nonroot && \
     useradd --uid 65532 --gid 65532 --home-dir /home/nonroot --create-home --shell /usr/sbin/nologin nonroot && \
     mkdir -p /workspace && chown 65532:65532 /workspace
 COPY --from=builder /out/gateway /gateway
+# The supervisor of the programs tools start, found beside the gateway: it
+# starts in a fraction of the gateway's time.
+COPY --from=builder /out/toolhooks-sandbox /toolhooks-sandbox
 USER 65532:65532
 WORKDIR /workspace
 ENTRYPOINT ["/gateway"]

@@ -130,6 +130,44 @@ type ToolRules struct {
 	PathArguments []ToolPathArguments `json:"pathArguments,omitempty"`
 }
 
+// ProtectedPaths changes the default set of protected paths: configuration
+// that makes the programs a policy allows run other programs (git's config,
+// hooks and attributes, .envrc, .npmrc, ...). No tool and no program a tool
+// starts may write, create, rename or remove a protected path; reading it
+// stays allowed. The default set, each entry with its reason, is the
+// autonomy package's DefaultProtected table (internal/hooks/autonomy/protected.go),
+// listed in the README's security model.
+// +kubebuilder:validation:XValidation:rule="!has(self.add) || !has(self.lift) || self.lift.all(n, !(n in self.add))",message="protectedPaths names the same path in add and lift"
+type ProtectedPaths struct {
+	// add are extra path globs (doublestar syntax) protected like the
+	// default set. A glob matches what it names, anchored as
+	// forbiddenPathGlobs are (a name without a slash in any directory);
+	// "dir/**" covers a directory and everything in it.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=1024
+	Add []string `json:"add,omitempty"`
+	// lift names entries of the default set (for example ".git/config",
+	// ".envrc") this policy does not protect; a name that is not an entry
+	// is a validation error (Accepted=False). Where several policies bind
+	// a call, a path is protected when any of them protects it.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	Lift []string `json:"lift,omitempty"`
+	// allowGitPrograms lets git, in the programs the tools start, run the
+	// programs its configuration names: external diff, textconv, fsmonitor,
+	// hooks, pager and credential helpers, which are off otherwise (and a
+	// script may not set the variables that turn them back on). Where
+	// several policies bind a call, every one of them must allow it.
+	// +optional
+	AllowGitPrograms bool `json:"allowGitPrograms,omitempty"`
+}
+
 // AutonomyPolicySpec is what an agent may do on its own.
 type AutonomyPolicySpec struct {
 	// subjects selects the calls (by session, channel, sender and verified caller) this
@@ -153,6 +191,15 @@ type AutonomyPolicySpec struct {
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=1024
 	ForbiddenPathGlobs []string `json:"forbiddenPathGlobs,omitempty"`
+	// protectedPaths changes the default set of protected paths, which
+	// applies when it is omitted: configuration that makes allowed programs
+	// run other programs (git's config, hooks and attributes, .envrc,
+	// .npmrc, ...), which no tool and no program a tool starts may write;
+	// reading stays allowed. The default set is the DefaultProtected table
+	// of internal/hooks/autonomy/protected.go, listed with each entry's
+	// reason in the README's security model.
+	// +optional
+	ProtectedPaths *ProtectedPaths `json:"protectedPaths,omitempty"`
 	// shell controls the shell tool.
 	// +optional
 	Shell *ShellPolicy `json:"shell,omitempty"`

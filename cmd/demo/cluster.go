@@ -148,7 +148,7 @@ func runCluster(ctx context.Context, out *printer, o options) error { //nolint:g
 		if err != nil {
 			return err
 		}
-		// The store's deadline is 1s, not the 5ms default: here Redis shares
+		// The store's deadline is 1s, not the 250ms default: here Redis shares
 		// the machine's cores with a control plane and the demo's own tests,
 		// and a call the store does not answer in time is denied (fail closed),
 		// which would make the session's outcome depend on the machine's load.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
-	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/argmask"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 )
@@ -38,25 +36,35 @@ func (a *auditFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.decisionLog, "decision-log", false,
 		"add each call's canonical arguments, masked, to its audit record (the decision log `kubectl toolhooks replay` reads)")
 	fs.StringVar(&a.decisionLogKeys, "decision-log-mask-keys", strings.Join(argmask.DefaultKeys, ","),
-		"comma-separated argument keys (any depth, any case) whose values the decision log masks whole; secrets the "+
-			"result scanner's secret detectors find in other values are masked in place")
+		"comma-separated argument keys (any depth, any case) whose values the decision log masks whole, besides keys whose "+
+			"names say secret (pwd, db_password, client_secret, ...); secrets named so in command lines (--password=x, "+
+			"PASSWORD=x, mysql -px, https://user:x@host) and those the result scanner's secret detectors find in other "+
+			"values are masked in place")
 	fs.IntVar(&a.decisionLogMaxBytes, "decision-log-max-bytes", argmask.DefaultMaxBytes,
 		"bound on one record's arguments text: longer strings are shortened, longest first, and arguments that still "+
 			"do not fit are left out")
 }
 
-// apply sets the gateway's audit sink and decision log.
+// apply sets the gateway's audit sink, its masking of the secrets reasons
+// quote, and the decision log.
 func (a *auditFlags) apply(opts *gateway.Options, stdout io.Writer) error {
 	opts.Audit = a.sink(stdout)
-	var err error
-	opts.DecisionLog, err = a.masker()
-	return err
+	m, err := a.masker()
+	if err != nil {
+		return err
+	}
+	opts.MaskReason = m.MaskReason
+	if a.decisionLog {
+		opts.DecisionLog = m.Mask
+	}
+	return nil
 }
 
-// masker returns the decision log's masking, or nil when it is off.
-func (a *auditFlags) masker() (func(context.Context, *hooks.Call) *audit.Arguments, error) {
+// masker returns the masking of the decision log (as its flags configure
+// it) and of reasons.
+func (a *auditFlags) masker() (*argmask.Masker, error) {
 	if !a.decisionLog {
-		return nil, nil
+		return argmask.New(argmask.Config{})
 	}
 	keys := []string{}
 	for k := range strings.SplitSeq(a.decisionLogKeys, ",") {
@@ -68,7 +76,7 @@ func (a *auditFlags) masker() (func(context.Context, *hooks.Call) *audit.Argumen
 	if err != nil {
 		return nil, fmt.Errorf("--decision-log: %w", err)
 	}
-	return m.Mask, nil
+	return m, nil
 }
 
 // sink returns the audit sink: JSON lines to the file or to stdout, each

@@ -25,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/net/netutil"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
@@ -115,6 +116,14 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 		"TCP for the processes tools start: deny (no bind or connect; needs Landlock ABI 4, else tools are refused) or allow")
 	readExec := fs.String("sandbox-read-exec-dirs", strings.Join(sandbox.DefaultReadExecDirs, ","),
 		"comma-separated paths confined processes may read and execute beneath")
+	fs.IntVar(&f.sandbox.Limits.Processes, "sandbox-max-processes", sandbox.DefaultMaxProcesses,
+		"most processes and threads alive at once in the tree of one program a tool starts (0: no bound)")
+	maxMemory := fs.String("sandbox-max-memory", "2Gi",
+		"most private memory each process of a program may allocate (RLIMIT_DATA; a quantity such as 512Mi; 0: no bound)")
+	fs.DurationVar(&f.sandbox.Limits.CPUTime, "sandbox-max-cpu-time", sandbox.DefaultMaxCPUTime,
+		"most CPU time each process of a program may use; beyond it the program's whole tree is ended (0: no bound)")
+	maxFileSize := fs.String("sandbox-max-file-size", "1Gi",
+		"largest file a process of a program may write; beyond it the program's whole tree is ended (a quantity; 0: no bound)")
 	f.kube.register(fs)
 	f.mcp.register(fs)
 	f.audit.register(fs)
@@ -198,6 +207,20 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	}
 	if f.sandbox.Network != sandbox.NetworkDeny && f.sandbox.Network != sandbox.NetworkAllow {
 		return f, fmt.Errorf("--sandbox-network %q: want %s or %s", f.sandbox.Network, sandbox.NetworkDeny, sandbox.NetworkAllow)
+	}
+	for _, q := range []struct {
+		name string
+		v    string
+		dst  *uint64
+	}{{"--sandbox-max-memory", *maxMemory, &f.sandbox.Limits.Memory}, {"--sandbox-max-file-size", *maxFileSize, &f.sandbox.Limits.FileSize}} {
+		n, err := resource.ParseQuantity(q.v)
+		if err != nil || n.Sign() < 0 {
+			return f, fmt.Errorf("%s %q: want a byte quantity such as 512Mi", q.name, q.v)
+		}
+		*q.dst = uint64(n.Value())
+	}
+	if f.sandbox.Limits.Processes < 0 || f.sandbox.Limits.CPUTime < 0 {
+		return f, errors.New("--sandbox-max-processes and --sandbox-max-cpu-time may not be negative")
 	}
 	f.sandbox.ReadExecDirs = []string{}
 	for d := range strings.SplitSeq(*readExec, ",") {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolhooks/toolhooks/internal/mcpgate"
+	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -91,6 +92,20 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || f.sandbox.Mode != "off" || f.sandbox.Network != "allow" ||
 		strings.Join(f.sandbox.ReadExecDirs, ",") != "/usr,/opt/tools" {
 		t.Errorf("sandbox flags %+v %v", f.sandbox, err)
+	}
+	f, err = parseFlags([]string{"--workspace", ws}, io.Discard)
+	if err != nil || f.sandbox.Limits != sandbox.DefaultLimits {
+		t.Errorf("default sandbox limits %+v %v", f.sandbox.Limits, err)
+	}
+	f, err = parseFlags([]string{"--workspace", ws, "--sandbox-max-processes=0", "--sandbox-max-memory=512Mi",
+		"--sandbox-max-cpu-time=1m", "--sandbox-max-file-size=0"}, io.Discard)
+	if err != nil || f.sandbox.Limits != (sandbox.Limits{Memory: 512 << 20, CPUTime: time.Minute}) {
+		t.Errorf("sandbox limits %+v %v", f.sandbox.Limits, err)
+	}
+	for _, bad := range []string{"--sandbox-max-memory=lots", "--sandbox-max-file-size=-1", "--sandbox-max-processes=-1"} {
+		if _, err := parseFlags([]string{"--workspace", ws, bad}, io.Discard); err == nil {
+			t.Errorf("%s was accepted", bad)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/toolhooks/toolhooks/internal/statestore/redistest"
 )
@@ -36,7 +39,8 @@ const (
 
 // fleetPolicies: callers named budget-* have a session budget, callers
 // named rate-* a per-minute rate limit on read_file, callers named
-// ignore-* a budget that lets calls through uncounted when the store fails.
+// ignore-* a budget that lets calls through uncounted when the store fails,
+// callers named big-* a budget that a test's load does not reach.
 const fleetPolicies = `apiVersion: policy.toolhooks.dev/v1alpha1
 kind: ContractPolicy
 metadata: {name: budget, namespace: team}
@@ -58,6 +62,13 @@ spec:
   subjects: {senders: ["ignore-*"]}
   maxToolCalls: 100
   stateFailurePolicy: Ignore
+---
+apiVersion: policy.toolhooks.dev/v1alpha1
+kind: ContractPolicy
+metadata: {name: big, namespace: team}
+spec:
+  subjects: {senders: ["big-*"]}
+  maxToolCalls: 1000000
 `
 
 // fleetFiles builds the gateway and writes a workspace holding notes.txt and
@@ -81,21 +92,28 @@ func fleetFiles(t *testing.T) (tmp, bin, ws, policies string) {
 
 func startFleet(t *testing.T) *fleet {
 	t.Helper()
+	// A generous deadline per call: 100 calls in flight on a loaded 2-core
+	// machine must not be decided by a slow store.
+	return startFleetTimeout(t, "2s")
+}
+
+// startFleetTimeout starts three gateways whose calls wait timeout for the
+// store.
+func startFleetTimeout(t *testing.T, timeout string) *fleet {
+	t.Helper()
 	tmp, bin, ws, policies := fleetFiles(t)
 	var tokens strings.Builder
 	tokens.WriteString("tokens:\n")
-	for _, id := range []string{"budget-a", "ignore-a", "rate-1", "rate-2", "rate-3", "rate-4", "rate-5"} {
+	for _, id := range []string{"budget-a", "ignore-a", "big-a", "rate-1", "rate-2", "rate-3", "rate-4", "rate-5"} {
 		fmt.Fprintf(&tokens, "- {identity: %s, token: %s-token-0123456789}\n", id, id)
 	}
 	tokensFile := filepath.Join(tmp, "tokens.yaml")
 	writeFile(t, tokensFile, tokens.String())
 	redis := redistest.Start(t)
 	f := &fleet{t: t, bin: bin, redis: redis,
-		// A generous deadline per call: 100 calls in flight on a loaded 2-core
-		// machine must not be decided by a slow store.
 		args: []string{"--listen", "127.0.0.1:0", "--workspace", ws, "--policies", policies, "--namespace", "team",
 			"--auth-tokens-file", tokensFile, "--state-store-redis-address", redis.Addr,
-			"--state-store-timeout", "2s"},
+			"--state-store-timeout", timeout},
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 100}},
 	}
 	for range 3 {
@@ -180,6 +198,11 @@ func (f *fleet) call(i int, caller, session string) string {
 // goroutine at a time). It returns the count of each outcome and of
 // successes per gateway.
 func (f *fleet) load(n int, caller, session string, during func(done int)) (map[string]int, [3]int) {
+	return f.loadBy(100, n, caller, session, during)
+}
+
+// loadBy is load with clients calls at a time.
+func (f *fleet) loadBy(clients, n int, caller, session string, during func(done int)) (map[string]int, [3]int) {
 	var (
 		mu        sync.Mutex
 		outcomes  = map[string]int{}
@@ -187,7 +210,7 @@ func (f *fleet) load(n int, caller, session string, during func(done int)) (map[
 		next      atomic.Int64
 		wg        sync.WaitGroup
 	)
-	for range 100 {
+	for range clients {
 		wg.Go(func() {
 			for {
 				k := int(next.Add(1)) - 1
@@ -392,5 +415,105 @@ func TestTheStateStorePassword(t *testing.T) {
 	}
 	if keys, err := redis.Keys(); err != nil || len(keys) == 0 {
 		t.Fatalf("the good gateway's call left no keys: %v %v", keys, err)
+	}
+}
+
+// sessionCount returns what the Redis server counts for caller's session,
+// summed over the policies' keys.
+func (f *fleet) sessionCount(caller, session string) int {
+	f.t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: f.redis.Addr})
+	defer func() { _ = c.Close() }()
+	ctx := context.Background()
+	keys, err := c.Keys(ctx, "toolhooks:*:s:"+caller+"\x00"+session).Result()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	n := 0
+	for _, k := range keys {
+		v, err := c.HGet(ctx, k, "c").Int()
+		if err != nil {
+			f.t.Fatalf("HGET %s c: %v", k, err)
+		}
+		n += v
+	}
+	return n
+}
+
+// A healthy Redis server falsely denies nothing: 64 clients at once over
+// three gateways, 1,920 calls, all run, none denied by the stateStore rule,
+// and the server counts exactly the calls that ran.
+func TestAHealthyRedisDeniesNoCallOfSixtyFourClients(t *testing.T) {
+	f := startFleet(t)
+	outcomes, _ := f.loadBy(64, 1920, "big-a", "healthy", nil)
+	if outcomes["succeeded"] != 1920 {
+		t.Fatalf("outcomes %v, want all 1920 calls run", outcomes)
+	}
+	if n := f.sessionCount("big-a", "healthy"); n != outcomes["succeeded"] {
+		t.Fatalf("Redis counted %d calls, %d ran", n, outcomes["succeeded"])
+	}
+}
+
+// A Redis server that hangs (SIGSTOP) in the middle of a load: the calls
+// sent to it are denied while it hangs, by the stateStore rule, and once it
+// continues the reservations it runs after their deadline take nothing. The
+// session gets exactly its budget in all, and Redis's count is the calls
+// that ran.
+func TestAHungRedisDeniesWhileItHangsAndCountsOnlyTheCallsThatRan(t *testing.T) {
+	f := startFleetTimeout(t, "200ms")
+	var paused sync.Once
+	resumed := make(chan struct{})
+	during, _ := f.load(fleetCalls, "budget-a", "h", func(done int) {
+		if done >= 30 {
+			paused.Do(func() {
+				f.redis.Pause()
+				go func() {
+					defer close(resumed)
+					defer f.redis.Resume()
+					// Until every gateway has found the store down.
+					for i := 0; i < 3; {
+						resp, err := http.Get(f.base(i) + "/readyz")
+						if err == nil {
+							_ = resp.Body.Close()
+							if resp.StatusCode != http.StatusOK {
+								i++
+								continue
+							}
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+				}()
+			})
+		}
+	})
+	<-resumed
+	for outcome := range during {
+		if outcome != "succeeded" && outcome != "denied:stateStore" && outcome != "denied:maxToolCalls" {
+			t.Errorf("while Redis hung: outcome %q (%v)", outcome, during)
+		}
+	}
+	if during["denied:stateStore"] == 0 {
+		t.Fatalf("no call was denied for the store while it hung: %v", during)
+	}
+	f.waitReady()
+	allowed := during["succeeded"]
+	// A reservation the server took just before it stopped, whose reply came
+	// after its call was denied, is given back by its gateway: keep calling
+	// until the session has had its budget, never more.
+	deadline := time.Now().Add(2 * time.Minute)
+	for allowed < fleetBudget && time.Now().Before(deadline) {
+		after, _ := f.load(50, "budget-a", "h", nil)
+		allowed += after["succeeded"]
+		if after["succeeded"] == 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	after, _ := f.load(300, "budget-a", "h", nil)
+	allowed += after["succeeded"]
+	if allowed != fleetBudget {
+		t.Errorf("the session had %d calls allowed in all, want exactly %d (while Redis hung: %v)", allowed, fleetBudget, during)
+	}
+	if n := f.sessionCount("budget-a", "h"); n != allowed {
+		t.Errorf("Redis counted %d calls, %d ran", n, allowed)
 	}
 }

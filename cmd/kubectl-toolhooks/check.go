@@ -53,7 +53,7 @@ by it, and ContractPolicy allowed paths under such a root move under it. Pass
 
 PluginHooks are not called offline: their failurePolicy decides the calls they handle.
 
--o json prints {"allowed":bool,"ask":bool,"hook":...,"policy":{"kind","namespace","name"},"rule":...,"reason":...};
+-o json prints {"allowed":bool,"ask":bool,"hook":...,"policy":{"kind","namespace","name"},"rule":...,"reason":...,"layer":"static"};
 "allowed" is always present, the others only on a denial or an ask ("policy" only when a policy
 object decided). "ask" means a policy asks a person to approve the call: a gateway would create a
 ToolCallApproval and run the call only once it is approved.

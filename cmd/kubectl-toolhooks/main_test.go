@@ -146,6 +146,7 @@ func TestCheckJSONOutputHasExactlyTheDocumentedShape(t *testing.T) {
 		Policy  *policy `json:"policy"`
 		Rule    string  `json:"rule"`
 		Reason  string  `json:"reason"`
+		Layer   string  `json:"layer"`
 	}
 	dec := json.NewDecoder(strings.NewReader(denied.stdout))
 	dec.DisallowUnknownFields()
@@ -154,15 +155,15 @@ func TestCheckJSONOutputHasExactlyTheDocumentedShape(t *testing.T) {
 	}
 	if got.Allowed == nil || *got.Allowed || got.Hook != "AutonomyPolicy/default/coding-agent" ||
 		got.Policy == nil || *got.Policy != (policy{"AutonomyPolicy", "default", "coding-agent"}) ||
-		got.Rule != "forbiddenPathGlobs" || !strings.Contains(got.Reason, `"**/.env"`) {
+		got.Rule != "forbiddenPathGlobs" || !strings.Contains(got.Reason, `"**/.env"`) || got.Layer != "static" {
 		t.Errorf("unexpected decision: %s", denied.stdout)
 	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(denied.stdout), &keys); err != nil {
 		t.Fatal(err)
 	}
-	if len(keys) != 5 {
-		t.Errorf("want exactly allowed, hook, policy, rule and reason; got %s", denied.stdout)
+	if len(keys) != 6 {
+		t.Errorf("want exactly allowed, hook, policy, rule, reason and layer; got %s", denied.stdout)
 	}
 	if !strings.HasPrefix(denied.stdout, `{"allowed":false,"hook":"AutonomyPolicy/default/coding-agent","policy":{"kind":"AutonomyPolicy",`+
 		`"namespace":"default","name":"coding-agent"},"rule":"forbiddenPathGlobs","reason":`) {

@@ -33,9 +33,31 @@ function request()
   n = n % #requests + 1
   return requests[n]
 end
+-- Each thread counts the calls allowed and those denied because the state
+-- store could not count them (rule stateStore): with a healthy store, false
+-- denials.
+local threads = {}
+function setup(thread)
+  threads[#threads + 1] = thread
+end
+state_denied = 0
+allowed = 0
+function response(status, headers, body)
+  if string.find(body, '{"allowed":true', 1, true) == 1 then
+    allowed = allowed + 1
+  elseif string.find(body, '"rule":"stateStore"', 1, true) then
+    state_denied = state_denied + 1
+  end
+end
 function done(summary, latency, requests)
-  io.write(string.format("RESULT req/s=%.0f p50_us=%d p90_us=%d p99_us=%d max_us=%d requests=%d errors=%d\n",
+  local denied, ok = 0, 0
+  for _, t in ipairs(threads) do
+    denied = denied + (t:get("state_denied") or 0)
+    ok = ok + (t:get("allowed") or 0)
+  end
+  io.write(string.format("RESULT req/s=%.0f p50_us=%d p90_us=%d p99_us=%d max_us=%d requests=%d errors=%d allowed=%d state_denied=%d\n",
     summary.requests / (summary.duration / 1e6), latency:percentile(50), latency:percentile(90),
     latency:percentile(99), latency.max, summary.requests,
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status + summary.errors.timeout))
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status + summary.errors.timeout,
+    ok, denied))
 end

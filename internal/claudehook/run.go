@@ -392,12 +392,12 @@ func postJSON(ctx context.Context, o Options, path string, body, out any) error 
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e wire.ErrorResponse
-		if json.Unmarshal(rb, &e) == nil && e.Error != "" {
+		if strictjson.UnmarshalOpen(rb, &e) == nil && e.Error != "" {
 			return fmt.Errorf("gateway answered %s: %s", resp.Status, e.Error)
 		}
 		return fmt.Errorf("gateway answered %s", resp.Status)
 	}
-	if err := json.NewDecoder(bytes.NewReader(rb)).Decode(out); err != nil {
+	if err := strictjson.UnmarshalOpen(rb, out); err != nil {
 		return fmt.Errorf("gateway answer to %s is not a decision or result: %w", path, err)
 	}
 	return nil

@@ -94,6 +94,9 @@ type Decision struct {
 	Policy *wire.PolicyRef `json:"policy,omitempty"`
 	Rule   string          `json:"rule,omitempty"`
 	Reason string          `json:"reason,omitempty"`
+	// Layer is the enforcement layer that decided (static offline: the
+	// policies on the call's arguments).
+	Layer string `json:"layer,omitempty"`
 	// Result is what the caller would see of Call.Result: set when the call
 	// was allowed and had a result.
 	Result *ResultDecision `json:"result,omitempty"`
@@ -232,7 +235,7 @@ func (e *Evaluator) Evaluate(ctx context.Context, c Call) (Decision, error) {
 		d.Ask, den = true, res.Ask
 	}
 	if den != nil && (!d.Allowed || d.Ask) {
-		d.Hook, d.Rule, d.Reason = den.Hook, den.Rule, den.Reason
+		d.Hook, d.Rule, d.Reason, d.Layer = den.Hook, den.Rule, den.Reason, string(den.Layer)
 		if den.Policy.Kind != "" {
 			d.Policy = &wire.PolicyRef{Kind: den.Policy.Kind, Namespace: den.Policy.Namespace, Name: den.Policy.Name}
 		}

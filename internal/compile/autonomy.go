@@ -39,6 +39,9 @@ func autonomySpec(ref hooks.PolicyRef, s *policyv1alpha1.AutonomyPolicySpec) *au
 			a.ShellDialects = append(a.ShellDialects, string(d))
 		}
 	}
+	if pp := s.ProtectedPaths; pp != nil {
+		a.ProtectedPaths = &autonomy.ProtectedConfig{Add: pp.Add, Lift: pp.Lift, AllowGitPrograms: pp.AllowGitPrograms}
+	}
 	if k := s.Ask; k != nil {
 		a.Ask = &autonomy.AskConfig{Tools: k.Tools, PathGlobs: k.PathGlobs, Commands: k.Commands}
 		if k.Expiry != nil {

@@ -552,3 +552,23 @@ func TestContractAskAfterCalls(t *testing.T) {
 		t.Errorf("Lint = %q, want the afterCalls warning", w)
 	}
 }
+
+func TestProtectedPathsCompileAndAnUnknownLiftIsInvalid(t *testing.T) {
+	ok := ap("team-a", "ok", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
+		s.ProtectedPaths = &policyv1alpha1.ProtectedPaths{Add: []string{"deploy/**"}, Lift: []string{".envrc"}, AllowGitPrograms: true}
+	})
+	h, err := One(&ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pp := gatewayconfig.SpecAs[*autonomy.Config](h).ProtectedPaths; pp == nil || !slices.Equal(pp.Add, []string{"deploy/**"}) ||
+		!slices.Equal(pp.Lift, []string{".envrc"}) || !pp.AllowGitPrograms {
+		t.Errorf("compiled protectedPaths = %+v", gatewayconfig.SpecAs[*autonomy.Config](h).ProtectedPaths)
+	}
+	bad := ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
+		s.ProtectedPaths = &policyv1alpha1.ProtectedPaths{Lift: []string{".git/objects"}}
+	})
+	if _, err := One(&bad); !errors.Is(err, hooks.ErrInvalidSpec) || !strings.Contains(err.Error(), `".git/objects"`) {
+		t.Errorf("One() error = %v, want ErrInvalidSpec naming the entry", err)
+	}
+}

@@ -30,7 +30,7 @@ func denialOf(d *hooks.Decision) *wire.Denial {
 	if d == nil {
 		return nil
 	}
-	out := &wire.Denial{Hook: d.Hook, Rule: d.Rule, Reason: d.Reason, EnforcementAction: string(d.Action)}
+	out := &wire.Denial{Hook: d.Hook, Rule: d.Rule, Reason: d.Reason, EnforcementAction: string(d.Action), Layer: string(d.Layer)}
 	if d.Policy.Kind != "" || d.Policy.Name != "" {
 		out.Policy = &wire.PolicyRef{Kind: d.Policy.Kind, Namespace: d.Policy.Namespace, Name: d.Policy.Name}
 	}

@@ -81,6 +81,7 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 		Workspace:   s.opts.Workspace,
 		Audit:       s.opts.Audit,
 		DecisionLog: s.opts.DecisionLog,
+		MaskReason:  s.opts.MaskReason,
 		Runtime:     []any{s.state, s.opts.Plugins},
 		Traits:      s.opts.ToolTraits,
 	})

@@ -51,6 +51,7 @@ type denialEvent struct {
 // denialQueue hands denials to a DenialSink from one goroutine.
 type denialQueue struct {
 	sink    DenialSink
+	mask    func(context.Context, string) string // masks reasons; nil keeps them
 	ch      chan denialEvent
 	log     *slog.Logger
 	m       *metrics
@@ -60,8 +61,8 @@ type denialQueue struct {
 	closing sync.Once
 }
 
-func newDenialQueue(sink DenialSink, size int, log *slog.Logger, m *metrics) *denialQueue {
-	q := &denialQueue{sink: sink, log: log, m: m, done: make(chan struct{})}
+func newDenialQueue(sink DenialSink, size int, mask func(context.Context, string) string, log *slog.Logger, m *metrics) *denialQueue {
+	q := &denialQueue{sink: sink, mask: mask, log: log, m: m, done: make(chan struct{})}
 	if sink == nil {
 		close(q.done)
 		return q
@@ -129,6 +130,9 @@ func (q *denialQueue) deliver(ev denialEvent) {
 			q.log.Error("Denial sink panicked", "hook", ev.d.Hook, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
+	if q.mask != nil {
+		ev.d.Reason = q.mask(q.ctx, ev.d.Reason)
+	}
 	if ev.filtering != nil {
 		var withheld *hooks.Decision
 		if ev.withheld {

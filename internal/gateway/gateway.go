@@ -114,6 +114,11 @@ type Options struct {
 	// nil keeps arguments out of the records. A policy that requires the
 	// decision log cannot be enforced without it.
 	DecisionLog func(context.Context, *hooks.Call) *audit.Arguments
+	// MaskReason, when set, replaces the secrets a decision's reason quotes
+	// from the arguments (a denied command line's --password=...) in audit
+	// records and in what the DenialSink is told; the caller's answer keeps
+	// the reason as it is.
+	MaskReason func(context.Context, string) string
 	// Authenticator authenticates configuration pushes; nil refuses every push.
 	Authenticator Authenticator
 	// Callers authenticates the callers of POST /v1/tool-calls and POST
@@ -266,7 +271,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("gateway: initial executor: %w", err)
 	}
 	s.cur.Store(&active{exec: initial, noPolicy: NoPolicyReason})
-	s.denials = newDenialQueue(opts.DenialSink, opts.DenialQueueSize, opts.Logger, m)
+	s.denials = newDenialQueue(opts.DenialSink, opts.DenialQueueSize, opts.MaskReason, opts.Logger, m)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -352,7 +357,7 @@ func (noPolicy) After(context.Context, *hooks.Call, *hooks.Result) {}
 // RuleNoPolicy and reason.
 func (s *Server) noPolicyExecutor(reason string) (*hooks.Executor, error) {
 	return hooks.NewExecutor([]hooks.Entry{
-		{Hook: audit.New(s.opts.Audit, audit.WithDecisionLog(s.opts.DecisionLog))},
+		{Hook: audit.New(s.opts.Audit, audit.WithDecisionLog(s.opts.DecisionLog), audit.WithReasonMask(s.opts.MaskReason))},
 		{Hook: noPolicy{reason: reason}},
 	}, nil, hooks.WithLogger(s.log), s.tracerOption())
 }

@@ -224,15 +224,6 @@ func (s *Server) bindCaller(w http.ResponseWriter, r *http.Request, api string, 
 	return true
 }
 
-// decodeBody requires Content-Type application/json and decodes one JSON
-// value (see decodeJSON) from the body, returning the status to answer on error.
-func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any) (int, error) {
-	if status, err := checkContentType(r); err != nil {
-		return status, err
-	}
-	return s.decodeJSON(w, r.Body, v)
-}
-
 // checkContentType requires Content-Type application/json. It makes a
 // browser preflight any cross-origin request, which the gateway never
 // approves: a web page cannot make a local gateway run tools (CSRF).
@@ -246,8 +237,11 @@ func checkContentType(r *http.Request) (int, error) {
 	return 0, nil
 }
 
-// decodeStrictBody is decodeBody for a body that must also be strict JSON:
-// no duplicate member at any depth, valid UTF-8, nothing after the value.
+// decodeStrictBody requires Content-Type application/json and decodes one
+// JSON value of at most MaxBodyBytes from the body with strictjson.Unmarshal:
+// keys spelled exactly as v's JSON names, each at most once at every depth,
+// no unknown key, valid UTF-8, nothing after the value. It returns the
+// status to answer on error.
 func (s *Server) decodeStrictBody(w http.ResponseWriter, r *http.Request, v any) (int, error) {
 	if status, err := checkContentType(r); err != nil {
 		return status, err
@@ -259,34 +253,13 @@ func (s *Server) decodeStrictBody(w http.ResponseWriter, r *http.Request, v any)
 	if err != nil {
 		return http.StatusBadRequest, fmt.Errorf("malformed JSON body: reading the body: %w", err)
 	}
-	if err := strictjson.Check(body); err != nil {
-		return http.StatusBadRequest, fmt.Errorf("malformed JSON body: %w", err)
-	}
-	return s.decodeJSON(w, bytes.NewReader(body), v)
-}
-
-// decodeJSON decodes one JSON value with no unknown fields and nothing after
-// it from a body of at most MaxBodyBytes, returning the status to answer on error.
-func (s *Server) decodeJSON(w http.ResponseWriter, body io.Reader, v any) (int, error) {
-	dec := json.NewDecoder(http.MaxBytesReader(w, readCloser{body}, s.opts.MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		if _, err2 := dec.Token(); !errors.Is(err2, io.EOF) {
-			err = errors.New("unexpected data after the JSON object")
-		}
-	}
-	var tooBig *http.MaxBytesError
-	switch {
-	case err == nil:
-		return 0, nil
-	case errors.As(err, &tooBig):
-		return http.StatusRequestEntityTooLarge, fmt.Errorf("request body is larger than %d bytes", tooBig.Limit)
-	case errors.Is(err, io.EOF):
+	if len(bytes.TrimSpace(body)) == 0 {
 		return http.StatusBadRequest, errors.New("request body is empty; send a JSON object")
-	default:
+	}
+	if err := strictjson.Unmarshal(body, v); err != nil {
 		return http.StatusBadRequest, fmt.Errorf("malformed JSON body: %w", err)
 	}
+	return 0, nil
 }
 
 // readCloser gives a reader a Close that does nothing (the server closes
@@ -328,7 +301,7 @@ func (s *Server) handlePutConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var cfg gatewayconfig.Config
-	if status, err := s.decodeBody(w, r, &cfg); err != nil {
+	if status, err := s.decodeStrictBody(w, r, &cfg); err != nil {
 		reason := RejectMalformed
 		if status == http.StatusRequestEntityTooLarge {
 			reason = RejectTooLarge

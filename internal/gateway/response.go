@@ -64,5 +64,8 @@ func appendDenial(b []byte, d *hooks.Decision) []byte {
 	if d.Action != "" {
 		b = jsonappend.String(append(b, `,"enforcementAction":`...), string(d.Action), jsonappend.JSON)
 	}
+	if d.Layer != "" {
+		b = jsonappend.String(append(b, `,"layer":`...), string(d.Layer), jsonappend.JSON)
+	}
 	return append(b, '}')
 }

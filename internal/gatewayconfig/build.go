@@ -36,6 +36,9 @@ type BuildOptions struct {
 	// DecisionLog adds each call's masked arguments to its audit record;
 	// nil leaves them out, and an entry that requires them is unenforceable.
 	DecisionLog func(context.Context, *hooks.Call) *audit.Arguments
+	// MaskReason replaces the secrets a decision's reason quotes in its
+	// audit record; nil keeps reasons as they are.
+	MaskReason func(context.Context, string) string
 	// Runtime holds what kinds need of the gateway, each kind finding its
 	// own by type (hooks.RuntimeOf): the contract policies' state kept across
 	// builds (a *contract.State), the plugin runtime (a plugins.Factory).
@@ -72,7 +75,7 @@ func Build(cfg *Config, opts BuildOptions) ([]hooks.Entry, error) {
 		var failOpen bool
 		var err error
 		if spec == nil {
-			hook = audit.New(opts.Audit, audit.WithDecisionLog(opts.DecisionLog))
+			hook = audit.New(opts.Audit, audit.WithDecisionLog(opts.DecisionLog), audit.WithReasonMask(opts.MaskReason))
 		} else if hook, failOpen, err = spec.Build(h.ref(), &env); err != nil {
 			if _, _, invalid := spec.Build(h.ref(), &hooks.BuildEnv{Validate: true}); invalid != nil {
 				return nil, fmt.Errorf("hook %s: %w", h.Name, invalid)

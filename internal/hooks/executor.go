@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -115,6 +116,8 @@ type Executor struct {
 	// off (see WithTracerProvider). tracerSet records that the option was given.
 	tracer    trace.Tracer
 	tracerSet bool
+	// gen tells this executor's path rules from any other's (see Guard.PolicyKey).
+	gen uint64
 }
 
 // entry is an Entry prepared once so that the per-call path does no work that
@@ -129,6 +132,10 @@ type entry struct {
 	action   EnforcementAction
 	failOpen bool
 }
+
+// executorGen numbers executors, so that a key of one's path rules is never
+// reused by another (a pointer could be, once the first is collected).
+var executorGen atomic.Uint64
 
 // Option configures an Executor.
 type Option func(*Executor)
@@ -160,6 +167,7 @@ func NewExecutor(entries []Entry, tools []Tool, opts ...Option) (*Executor, erro
 		timeout: DefaultToolTimeout,
 		log:     slog.Default(),
 		now:     time.Now,
+		gen:     executorGen.Add(1),
 	}
 	for _, opt := range opts {
 		opt(e)
@@ -315,7 +323,7 @@ func (e *Executor) approve(ctx context.Context, call *Call, res *Result, wait bo
 	}
 	ask := *res.Ask
 	refuse := func(rule, reason string) bool {
-		deny(res, DenialText+ask.Hook, Decision{Hook: ask.Hook, Policy: ask.Policy, Rule: rule, Reason: reason, Action: ActionDeny})
+		deny(res, DenialText+ask.Hook, Decision{Hook: ask.Hook, Policy: ask.Policy, Rule: rule, Reason: reason, Action: ActionDeny, Layer: LayerStatic})
 		return false
 	}
 	if e.approver == nil {
@@ -383,7 +391,7 @@ func (e *Executor) gate(ctx context.Context, call *Call, res *Result) bool {
 			e.log.ErrorContext(ctx, "Call denied: it could not be recorded before its tool runs", "hook", en.name,
 				"tool", call.Tool, "correlationId", call.CorrelationID, "error", err)
 			deny(res, en.denial, Decision{Hook: en.name, Policy: en.policy, Rule: RuleAuditFailed,
-				Reason: "The call could not be recorded before its tool runs: " + err.Error(), Action: ActionDeny})
+				Reason: "The call could not be recorded before its tool runs: " + err.Error(), Action: ActionDeny, Layer: LayerStatic})
 			return false
 		}
 	}
@@ -437,6 +445,7 @@ func (e *Executor) before(ctx context.Context, call *Call, res *Result) bool {
 			Rule:   RuleInvalidArguments,
 			Reason: "The arguments must be one JSON object: " + call.ArgsErr.Error(),
 			Action: ActionDeny,
+			Layer:  LayerStatic,
 		}
 		if ref, ok := errors.AsType[*Refusal](call.ArgsErr); ok {
 			d.Hook, d.Rule, d.Reason = RequestHookName, ref.Rule, "The request was refused: "+ref.Error()
@@ -553,8 +562,8 @@ func (e *Executor) refuse(res *Result, en *entry, d Decision) bool {
 	return true
 }
 
-// decision completes a denying verdict of en into a Decision, filling in a
-// rule and a reason if the hook gave none.
+// decision completes a denying verdict of en into a Decision of the before
+// phase (LayerStatic), filling in a rule and a reason if the hook gave none.
 func (en *entry) decision(rule, reason string) Decision {
 	if rule == "" {
 		rule = RuleDenied
@@ -562,7 +571,7 @@ func (en *entry) decision(rule, reason string) Decision {
 	if reason == "" {
 		reason = "Hook " + en.name + " denied the call"
 	}
-	return Decision{Hook: en.name, Policy: en.policy, Rule: rule, Reason: reason, Action: en.action}
+	return Decision{Hook: en.name, Policy: en.policy, Rule: rule, Reason: reason, Action: en.action, Layer: LayerStatic}
 }
 
 // deny records d as the deciding denial in res.
@@ -580,7 +589,7 @@ func cancelled(ctx context.Context, next string) Decision {
 	if next != "" {
 		reason = "The call's context ended before hook " + next + " could decide: " + context.Cause(ctx).Error()
 	}
-	return Decision{Hook: ContextHookName, Rule: RuleCancelled, Reason: reason, Action: ActionDeny}
+	return Decision{Hook: ContextHookName, Rule: RuleCancelled, Reason: reason, Action: ActionDeny, Layer: LayerStatic}
 }
 
 // recovered is a recovered panic with the stack where it happened.

@@ -51,7 +51,7 @@ func TestExecute(t *testing.T) {
 				Status: hooks.StatusDenied,
 				Output: "Tool execution denied by hook: b",
 				Denial: &hooks.Decision{Hook: "b", Policy: strict, Rule: "forbiddenPathGlobs",
-					Reason: "The path matches /etc/**", Action: hooks.ActionDeny},
+					Reason: "The path matches /etc/**", Action: hooks.ActionDeny, Layer: hooks.LayerStatic},
 			},
 			wantTrace: []string{"before:a", "before:b", "after:a:denied", "after:b:denied", "after:c:denied"},
 		},
@@ -62,7 +62,7 @@ func TestExecute(t *testing.T) {
 			},
 			call: hooks.NewCall("echo", ""),
 			want: hooks.Result{Status: hooks.StatusDenied, Output: hooks.DenialText + "a",
-				Denial: &hooks.Decision{Hook: "a", Rule: "r", Reason: "no", Action: hooks.ActionDeny}},
+				Denial: &hooks.Decision{Hook: "a", Rule: "r", Reason: "no", Action: hooks.ActionDeny, Layer: hooks.LayerStatic}},
 			wantTrace: []string{"before:a", "after:a:denied"},
 		},
 		{
@@ -72,7 +72,7 @@ func TestExecute(t *testing.T) {
 			},
 			call: hooks.NewCall("echo", ""),
 			want: hooks.Result{Status: hooks.StatusDenied, Output: hooks.DenialText + "a",
-				Denial: &hooks.Decision{Hook: "a", Rule: hooks.RuleDenied, Reason: "Hook a denied the call", Action: hooks.ActionDeny}},
+				Denial: &hooks.Decision{Hook: "a", Rule: hooks.RuleDenied, Reason: "Hook a denied the call", Action: hooks.ActionDeny, Layer: hooks.LayerStatic}},
 			wantTrace: []string{"before:a", "after:a:denied"},
 		},
 		{
@@ -85,7 +85,7 @@ func TestExecute(t *testing.T) {
 			},
 			call: hooks.NewCall("echo", ""),
 			want: hooks.Result{Status: hooks.StatusSucceeded, Output: "ok", Warnings: []hooks.Decision{
-				{Hook: "a", Policy: strict, Rule: "readonly", Reason: "write_file mutates", Action: hooks.ActionWarn},
+				{Hook: "a", Policy: strict, Rule: "readonly", Reason: "write_file mutates", Action: hooks.ActionWarn, Layer: hooks.LayerStatic},
 			}},
 			wantTrace: []string{"before:a", "before:b", "tool:echo", "after:a:succeeded", "after:b:succeeded"},
 		},
@@ -101,10 +101,10 @@ func TestExecute(t *testing.T) {
 			call: hooks.NewCall("echo", ""),
 			want: hooks.Result{
 				Status: hooks.StatusDenied, Output: hooks.DenialText + "c",
-				Denial: &hooks.Decision{Hook: "c", Rule: "r3", Reason: "third", Action: hooks.ActionDeny},
+				Denial: &hooks.Decision{Hook: "c", Rule: "r3", Reason: "third", Action: hooks.ActionDeny, Layer: hooks.LayerStatic},
 				Warnings: []hooks.Decision{
-					{Hook: "a", Rule: "r1", Reason: "first", Action: hooks.ActionWarn},
-					{Hook: "b", Rule: "r2", Reason: "second", Action: hooks.ActionWarn},
+					{Hook: "a", Rule: "r1", Reason: "first", Action: hooks.ActionWarn, Layer: hooks.LayerStatic},
+					{Hook: "b", Rule: "r2", Reason: "second", Action: hooks.ActionWarn, Layer: hooks.LayerStatic},
 				},
 			},
 			wantTrace: []string{"before:a", "before:b", "before:c", "after:a:denied", "after:b:denied", "after:c:denied"},
@@ -118,7 +118,7 @@ func TestExecute(t *testing.T) {
 			call: hooks.NewCall("echo", ""),
 			want: hooks.Result{Status: hooks.StatusDenied, Output: hooks.DenialText + "plugin:x",
 				Denial: &hooks.Decision{Hook: "plugin:x", Policy: strict, Rule: hooks.RuleHookError,
-					Reason: "Hook plugin:x failed: connection refused", Action: hooks.ActionDeny}},
+					Reason: "Hook plugin:x failed: connection refused", Action: hooks.ActionDeny, Layer: hooks.LayerStatic}},
 			wantTrace: []string{"before:plugin:x", "after:plugin:x:denied", "after:b:denied"},
 		},
 		{
@@ -129,7 +129,7 @@ func TestExecute(t *testing.T) {
 			call: hooks.NewCall("echo", ""),
 			want: hooks.Result{Status: hooks.StatusDenied, Output: hooks.DenialText + "a",
 				Denial: &hooks.Decision{Hook: "a", Rule: hooks.RuleHookPanic,
-					Reason: "Hook a panicked: index out of range", Action: hooks.ActionDeny}},
+					Reason: "Hook a panicked: index out of range", Action: hooks.ActionDeny, Layer: hooks.LayerStatic}},
 			wantTrace: []string{"before:a", "after:a:denied", "after:b:denied"},
 			wantLog:   "Before hook panicked",
 		},
@@ -161,7 +161,7 @@ func TestExecute(t *testing.T) {
 			},
 			call: hooks.NewCall("echo", ""),
 			want: hooks.Result{Status: hooks.StatusDenied, Output: hooks.DenialText + "a",
-				Denial: &hooks.Decision{Hook: "a", Rule: "r", Reason: "no", Action: hooks.ActionDeny}},
+				Denial: &hooks.Decision{Hook: "a", Rule: "r", Reason: "no", Action: hooks.ActionDeny, Layer: hooks.LayerStatic}},
 			wantTrace: []string{"before:a", "after:a:denied"},
 		},
 		{
@@ -171,7 +171,7 @@ func TestExecute(t *testing.T) {
 			},
 			call: hooks.NewCall("echo", ""),
 			want: hooks.Result{Status: hooks.StatusSucceeded, Output: "ok", Warnings: []hooks.Decision{
-				{Hook: "a", Rule: hooks.RuleHookError, Reason: "Hook a failed: boom", Action: hooks.ActionWarn},
+				{Hook: "a", Rule: hooks.RuleHookError, Reason: "Hook a failed: boom", Action: hooks.ActionWarn, Layer: hooks.LayerStatic},
 			}},
 			wantTrace: []string{"before:a", "tool:echo", "after:a:succeeded"},
 		},
@@ -202,7 +202,7 @@ func TestExecute(t *testing.T) {
 			want: hooks.Result{Status: hooks.StatusDenied, Output: "Tool execution denied by hook: arguments",
 				Denial: &hooks.Decision{Hook: hooks.ArgumentsHookName, Rule: hooks.RuleInvalidArguments,
 					Reason: "The arguments must be one JSON object: invalid tool arguments: want one JSON object, got an array",
-					Action: hooks.ActionDeny}},
+					Action: hooks.ActionDeny, Layer: hooks.LayerStatic}},
 			wantTrace: []string{"after:a:denied"},
 		},
 		{
@@ -226,7 +226,7 @@ func TestExecute(t *testing.T) {
 			call: &hooks.Call{Tool: "echo", Args: map[string]any{}, ArgsErr: fmt.Errorf("%w: over 10 bytes", hooks.ErrTooLarge)},
 			want: hooks.Result{Status: hooks.StatusDenied, Output: "Tool execution denied by hook: arguments",
 				Denial: &hooks.Decision{Hook: hooks.ArgumentsHookName, Rule: hooks.RuleTooLarge,
-					Reason: "The call was refused unread: request too large: over 10 bytes", Action: hooks.ActionDeny}},
+					Reason: "The call was refused unread: request too large: over 10 bytes", Action: hooks.ActionDeny, Layer: hooks.LayerStatic}},
 			wantTrace: []string{"after:a:denied"},
 		},
 		{
@@ -237,7 +237,7 @@ func TestExecute(t *testing.T) {
 			call: &hooks.Call{Tool: "echo", Args: map[string]any{}, ArgsErr: &hooks.Refusal{Rule: hooks.RuleUnauthenticated, Err: errors.New("no bearer token")}},
 			want: hooks.Result{Status: hooks.StatusDenied, Output: "Tool execution denied by hook: request",
 				Denial: &hooks.Decision{Hook: hooks.RequestHookName, Rule: hooks.RuleUnauthenticated,
-					Reason: "The request was refused: no bearer token", Action: hooks.ActionDeny}},
+					Reason: "The request was refused: no bearer token", Action: hooks.ActionDeny, Layer: hooks.LayerStatic}},
 			wantTrace: []string{"after:a:denied"},
 		},
 		{
@@ -601,7 +601,7 @@ func TestCancelledContextDenies(t *testing.T) {
 				got := run(ctx, hooks.NewCall("t", ""))
 				checkResult(t, got, hooks.Result{Status: hooks.StatusDenied, Output: "Tool execution denied by hook: context",
 					Denial: &hooks.Decision{Hook: hooks.ContextHookName, Rule: hooks.RuleCancelled, Reason: tt.wantWhy,
-						Action: hooks.ActionDeny}})
+						Action: hooks.ActionDeny, Layer: hooks.LayerStatic}})
 				if events := tr.get(); !slices.Equal(events, tt.wantTrace) {
 					t.Errorf("ran %q, want %q", events, tt.wantTrace)
 				}
@@ -643,7 +643,7 @@ func TestEvaluate(t *testing.T) {
 			},
 			call: hooks.NewCall("agent_side_tool", ""),
 			want: hooks.Result{Status: hooks.StatusDenied, Output: hooks.DenialText + "a",
-				Denial: &hooks.Decision{Hook: "a", Policy: strict, Rule: "r", Reason: "no", Action: hooks.ActionDeny}},
+				Denial: &hooks.Decision{Hook: "a", Policy: strict, Rule: "r", Reason: "no", Action: hooks.ActionDeny, Layer: hooks.LayerStatic}},
 			wantTrace: []string{"before:a", "after:a:denied", "after:b:denied"},
 		},
 		{
@@ -653,7 +653,7 @@ func TestEvaluate(t *testing.T) {
 			},
 			call: hooks.NewCall("t", ""),
 			want: hooks.Result{Status: hooks.StatusAllowed, Warnings: []hooks.Decision{
-				{Hook: "a", Rule: "r", Reason: "no", Action: hooks.ActionWarn}}},
+				{Hook: "a", Rule: "r", Reason: "no", Action: hooks.ActionWarn, Layer: hooks.LayerStatic}}},
 			wantTrace: []string{"before:a", "after:a:allowed"},
 		},
 		{
@@ -666,7 +666,7 @@ func TestEvaluate(t *testing.T) {
 			want: hooks.Result{Status: hooks.StatusDenied, Output: hooks.DenialText + "arguments",
 				Denial: &hooks.Decision{Hook: "arguments", Rule: hooks.RuleInvalidArguments,
 					Reason: "The arguments must be one JSON object: invalid tool arguments: unexpected data after the object at byte offset 7",
-					Action: hooks.ActionDeny}},
+					Action: hooks.ActionDeny, Layer: hooks.LayerStatic}},
 		},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -27,6 +30,19 @@ type RuntimeGuard interface {
 	CheckOpen(ctx context.Context, call *Call, path string, write bool) Verdict
 }
 
+// SystemPathGuard is implemented by runtime guards that can tell which of
+// the system files outside the workspace that every program needs (the
+// dynamic loader's files, libraries, /usr, toolchains) their rules forbid,
+// apart from the fence of their rules that only admit some places (a
+// workspace-only rule, a contract's path scope): those keep tools out, but
+// the programs the tools start need the system to run at all. A runtime
+// guard that does not implement it is asked CheckOpen instead.
+type SystemPathGuard interface {
+	// CheckSystemPath decides whether programs may read (and execute) the
+	// system path (absolute).
+	CheckSystemPath(ctx context.Context, call *Call, path string) Verdict
+}
+
 // RuntimeDenial is the error a tool returns when its Guard refused an action.
 // The executor turns it into a denied result carrying Decision.
 type RuntimeDenial struct {
@@ -47,6 +63,7 @@ type Guard struct {
 	call     *Call
 	checkers []*entry
 	log      *slog.Logger
+	gen      uint64 // the executor's; see PolicyKey
 
 	mu       sync.Mutex
 	warnings []Decision
@@ -65,7 +82,7 @@ func NewGuard(call *Call, entries ...Entry) (*Guard, error) {
 
 // newGuard returns the guard for one call.
 func (e *Executor) newGuard(call *Call) *Guard {
-	return &Guard{call: call, checkers: e.guards, log: e.log}
+	return &Guard{call: call, checkers: e.guards, log: e.log, gen: e.gen}
 }
 
 // guardEntries returns the entries whose hook implements RuntimeGuard.
@@ -94,9 +111,32 @@ func (g *Guard) Open(ctx context.Context, path string, write bool) error {
 // Refuses reports whether a checker whose denials are enforced (not a Warn
 // entry's) refuses opening path for reading. Unlike Open it records no
 // warning: it is for leaving out of a listing (glob expansion) the names
-// a tool must not reveal; what is then done with a name left in is
-// checked by Open and Exec as usual.
+// a tool must not reveal, and for compiling the path rules into the
+// sandbox; what is then done with a name left in is checked by Open and
+// Exec as usual.
 func (g *Guard) Refuses(ctx context.Context, path string) bool {
+	return g.refuses(ctx, func(rg RuntimeGuard) Verdict { return rg.CheckOpen(ctx, g.call, path, false) })
+}
+
+// RefusesWrite is Refuses for opening path for writing (creating,
+// changing, removing or renaming it).
+func (g *Guard) RefusesWrite(ctx context.Context, path string) bool {
+	return g.refuses(ctx, func(rg RuntimeGuard) Verdict { return rg.CheckOpen(ctx, g.call, path, true) })
+}
+
+// RefusesSystem is Refuses for a system path that programs need (see
+// SystemPathGuard): checkers that implement SystemPathGuard are asked
+// CheckSystemPath, the others CheckOpen.
+func (g *Guard) RefusesSystem(ctx context.Context, path string) bool {
+	return g.refuses(ctx, func(rg RuntimeGuard) Verdict {
+		if sg, ok := rg.(SystemPathGuard); ok {
+			return sg.CheckSystemPath(ctx, g.call, path)
+		}
+		return rg.CheckOpen(ctx, g.call, path, false)
+	})
+}
+
+func (g *Guard) refuses(ctx context.Context, ask func(RuntimeGuard) Verdict) bool {
 	if ctx.Err() != nil {
 		return true
 	}
@@ -104,12 +144,35 @@ func (g *Guard) Refuses(ctx context.Context, path string) bool {
 		if en.action == ActionWarn {
 			continue
 		}
-		v, ok := g.ask(ctx, en, func(rg RuntimeGuard) Verdict { return rg.CheckOpen(ctx, g.call, path, false) })
+		v, ok := g.ask(ctx, en, ask)
 		if ok && !v.Allowed {
 			return true
 		}
 	}
 	return false
+}
+
+// PolicyKey identifies the answers of Refuses, RefusesWrite and
+// RefusesSystem: two guards with the same key give the same answers for the
+// same file system. It names the executor (its checkers) and what of the
+// call a checker may decide on besides the path: the tool, the session,
+// channel and sender, and the verified caller.
+func (g *Guard) PolicyKey() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "executor %d", g.gen)
+	if len(g.checkers) == 0 || g.call == nil {
+		return b.String()
+	}
+	c := g.call
+	fmt.Fprintf(&b, "\x00%q\x00%q\x00%q\x00%q", c.Tool, c.SessionID, c.ChannelID, c.SenderID)
+	if id := c.Caller; id != nil {
+		fmt.Fprintf(&b, "\x00%q\x00%q\x00%q\x00%q", id.Username, id.UID, id.Kind, id.Groups)
+		keys := slices.Sorted(maps.Keys(id.Extra))
+		for _, k := range keys {
+			fmt.Fprintf(&b, "\x00%q=%q", k, id.Extra[k])
+		}
+	}
+	return b.String()
 }
 
 func (g *Guard) check(ctx context.Context, ask func(RuntimeGuard) Verdict) error {
@@ -125,7 +188,7 @@ func (g *Guard) check(ctx context.Context, ask func(RuntimeGuard) Verdict) error
 			continue
 		}
 		d := en.decision(v.Rule, v.Reason)
-		d.Allowed = false
+		d.Allowed, d.Layer = false, LayerRuntime
 		if en.action == ActionWarn {
 			g.warn(d)
 			continue
@@ -179,6 +242,40 @@ func (g *Guard) Warnings() []Decision {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]Decision(nil), g.warnings...)
+}
+
+// GitProgramsPolicy is implemented by runtime guards that decide whether
+// git, in the programs a tool starts, may run the programs its
+// configuration names (external diff, textconv, fsmonitor, hooks, pager,
+// credential helpers).
+type GitProgramsPolicy interface {
+	// AllowsGitPrograms reports whether the policy binds call and, when it
+	// does, whether it allows them.
+	AllowsGitPrograms(call *Call) (binds, allows bool)
+}
+
+// AllowsGitPrograms reports whether git may run the programs its
+// configuration names in the programs the tool starts: only when a
+// checker that binds the call allows it and none that binds it refuses
+// (as for every protection, the bound policies' union wins). Without such
+// a checker they stay off.
+func (g *Guard) AllowsGitPrograms() bool {
+	allowed := false
+	for _, en := range g.checkers {
+		p, ok := en.hook.(GitProgramsPolicy)
+		if !ok {
+			continue
+		}
+		binds, allows := p.AllowsGitPrograms(g.call)
+		if !binds {
+			continue
+		}
+		if !allows {
+			return false
+		}
+		allowed = true
+	}
+	return allowed
 }
 
 type guardKey struct{}

@@ -78,7 +78,7 @@ func TestARuntimeDenialIsADeniedResultWithItsDecision(t *testing.T) {
 	}
 	d := res.Denial
 	if d == nil || d.Allowed || d.Hook != "rt" || d.Policy != pol || d.Rule != "argvRule" || d.Action != hooks.ActionDeny ||
-		!strings.Contains(d.Reason, `"ls" "forbidden"`) {
+		d.Layer != hooks.LayerRuntime || !strings.Contains(d.Reason, `"ls" "forbidden"`) {
 		t.Errorf("decision %+v", d)
 	}
 	if n := h.afters.Load(); n != 1 {
@@ -104,7 +104,7 @@ func TestAWarnEntryRecordsARuntimeWarningOnceAndDoesNotBlock(t *testing.T) {
 		t.Fatalf("a warn entry blocked: %+v", res)
 	}
 	if len(res.Warnings) != 2 || res.Warnings[0].Rule != "argvRule" || res.Warnings[1].Rule != "pathRule" ||
-		res.Warnings[0].Action != hooks.ActionWarn {
+		res.Warnings[0].Action != hooks.ActionWarn || res.Warnings[0].Layer != hooks.LayerRuntime {
 		t.Errorf("warnings %+v", res.Warnings)
 	}
 }

@@ -108,7 +108,26 @@ type Decision struct {
 	Rule    string            `json:"rule,omitempty"`
 	Reason  string            `json:"reason,omitempty"`
 	Action  EnforcementAction `json:"enforcementAction,omitempty"`
+	// Layer is the enforcement layer that decided (see Layer).
+	Layer Layer `json:"layer,omitempty"`
 }
+
+// Layer names the enforcement layer a decision came from.
+type Layer string
+
+// Layers.
+const (
+	// LayerStatic is the before phase: the hooks decided on the call's
+	// arguments before its tool ran (the only layer for calls the agent
+	// runs itself after POST /v1/decisions).
+	LayerStatic Layer = "static"
+	// LayerRuntime is a tool's runtime guard, at the moment it was about
+	// to start a program or open a file (see RuntimeGuard).
+	LayerRuntime Layer = "runtime"
+	// LayerKernel is the kernel's confinement of the programs a tool
+	// started (a refused open, exec or connect).
+	LayerKernel Layer = "kernel"
+)
 
 // Status is the outcome of a call, as audited.
 type Status string

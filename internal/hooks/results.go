@@ -82,6 +82,14 @@ type resultFilter struct {
 	filter ResultFilter
 }
 
+// resultDecision is en's decision on a tool's result: it belongs to no
+// layer that decides whether the call runs.
+func (f resultFilter) resultDecision(rule, reason string) Decision {
+	d := f.decision(rule, reason)
+	d.Layer = ""
+	return d
+}
+
 // filterResult runs the result filters on the output of a tool that ran.
 func (e *Executor) filterResult(ctx context.Context, call *Call, res *Result) {
 	if len(e.filters) == 0 || (res.Status != StatusSucceeded && res.Status != StatusFailed) {
@@ -92,7 +100,7 @@ func (e *Executor) filterResult(ctx context.Context, call *Call, res *Result) {
 		if err != nil {
 			e.log.WarnContext(ctx, "Result filter failed; the result is withheld", "hook", f.name, "tool", call.Tool,
 				"correlationId", call.CorrelationID, "error", err)
-			withhold(res, f, f.decision(RuleResultScanFailed, "The result could not be scanned, so it is withheld: "+err.Error()))
+			withhold(res, f, f.resultDecision(RuleResultScanFailed, "The result could not be scanned, so it is withheld: "+err.Error()))
 			return
 		}
 		warn := f.action == ActionWarn
@@ -102,10 +110,10 @@ func (e *Executor) filterResult(ctx context.Context, call *Call, res *Result) {
 		switch {
 		case warn:
 			if out.Withhold {
-				res.Warnings = append(res.Warnings, f.decision(out.Rule, out.Reason))
+				res.Warnings = append(res.Warnings, f.resultDecision(out.Rule, out.Reason))
 			}
 		case out.Withhold:
-			withhold(res, f, f.decision(out.Rule, out.Reason))
+			withhold(res, f, f.resultDecision(out.Rule, out.Reason))
 			return
 		default:
 			res.Output = out.Output

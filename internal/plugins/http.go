@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 	"github.com/toolhooks/toolhooks/internal/tracing"
 )
 
@@ -109,7 +110,7 @@ func (t *httpTransport) call(ctx context.Context, method string, pr *params) (js
 		return nil, fail(KindBadReply, "the reply is longer than %d bytes", maxReplyBytes)
 	}
 	var rep reply
-	if err := json.Unmarshal(data, &rep); err != nil {
+	if err := strictjson.UnmarshalOpen(data, &rep); err != nil {
 		return nil, fail(KindBadReply, "the reply is not a JSON reply: %q", clip(string(data), 80))
 	}
 	return rep.outcome()

@@ -110,6 +110,18 @@ func TestHTTPFailureKinds(t *testing.T) {
 			return map[string]any{"allow": "yes"}
 		}, KindBadReply},
 		{"a string result is pluginBadReply", func(http.ResponseWriter, *request) any { return "allow" }, KindBadReply},
+		{"an ALLOW beside allow is pluginBadReply", func(w http.ResponseWriter, req *request) any {
+			_, _ = w.Write([]byte(`{"id":"` + req.ID + `","result":{"allow":false,"ALLOW":true}}`))
+			return nil
+		}, KindBadReply},
+		{"a second result is pluginBadReply", func(w http.ResponseWriter, req *request) any {
+			_, _ = w.Write([]byte(`{"id":"` + req.ID + `","result":{"allow":false},"result":true}`))
+			return nil
+		}, KindBadReply},
+		{"a Result beside result is pluginBadReply", func(w http.ResponseWriter, req *request) any {
+			_, _ = w.Write([]byte(`{"id":"` + req.ID + `","result":true,"Result":false}`))
+			return nil
+		}, KindBadReply},
 		{"a slow server is pluginTimeout", func(http.ResponseWriter, *request) any {
 			time.Sleep(time.Second)
 			return true

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 )
 
 // Methods and event names of the plugin protocol.
@@ -103,7 +104,7 @@ func parseVerdict(hook string, raw json.RawMessage) (hooks.Verdict, error) {
 	case s[0] != '{':
 		return hooks.Verdict{}, fail(KindBadReply, "the result %s is neither a boolean nor an object", clip(string(s), 64))
 	}
-	if err := json.Unmarshal(s, &v); err != nil {
+	if err := strictjson.UnmarshalOpen(s, &v); err != nil {
 		return hooks.Verdict{}, fail(KindBadReply, "the result is not {allow: boolean, reason?: string}: %w", err)
 	}
 	if v.Allow == nil {

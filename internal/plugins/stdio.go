@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 	"golang.org/x/time/rate"
 )
 
@@ -472,7 +473,7 @@ func (p *process) handleLine(line []byte, tooLong bool) {
 		p.failAll(fail(KindBadReply, "the plugin wrote a line longer than %d bytes", maxReplyBytes))
 		return
 	}
-	if err := json.Unmarshal(line, &rep); err != nil || rep.ID == nil {
+	if err := strictjson.UnmarshalOpen(line, &rep); err != nil || rep.ID == nil {
 		p.failAll(fail(KindBadReply, "the plugin wrote a line that is not a JSON reply: %q", clip(string(line), 80)))
 		return
 	}

@@ -184,6 +184,8 @@ var enumCases = []rejectCase{
 var celCases = []rejectCase{
 	{"shell.allowedCommands without shell.allow", "AutonomyPolicy spec.shell",
 		object("AutonomyPolicy", "commands-no-shell", `{"shell":{"allowedCommands":["git *"]}}`), "spec.shell: Invalid value"},
+	{"a protected path both added and lifted", "AutonomyPolicy spec.protectedPaths",
+		object("AutonomyPolicy", "add-lift", `{"protectedPaths":{"add":[".envrc"],"lift":[".envrc"]}}`), "spec.protectedPaths: Invalid value"},
 	{"a relative workspace root with workspace.only", "AutonomyPolicy spec.workspace",
 		object("AutonomyPolicy", "relative-root", `{"workspace":{"root":"srv","only":true}}`), "spec.workspace: Invalid value"},
 	{"an autonomy User caller with a namespace", "AutonomyPolicy spec.subjects.callers[*]",

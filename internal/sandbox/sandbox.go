@@ -8,19 +8,18 @@
 // kernel without Landlock's network rules then makes the sandbox unusable),
 // unless the network is explicitly allowed.
 //
-// Only the child is confined, never the gateway: Start restricts one locked
-// OS thread (landlock_restrict_self without TSYNC is per thread), forks the
-// child from it and lets that thread exit, so the confinement is inherited by
-// the child alone. The Go runtime never clones new threads from a locked
-// thread (it hands thread creation to its template thread), so no gateway
-// goroutine ever runs confined.
+// Only the program is confined, never the gateway: each program runs under a
+// supervisor (supervisor.go) that restricts one locked OS thread
+// (landlock_restrict_self without TSYNC is per thread), drops every
+// privilege and sets the limits there, forks the program from it and lets
+// that thread exit. The supervisor ends every process the program leaves
+// behind when it exits, and reports how many it ended.
 package sandbox
 
 import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"runtime"
 
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -56,13 +55,16 @@ const NetABI = 4
 // process could still truncate any file it can reach.
 const MinABI = 3
 
-// DefaultReadExecDirs are the directories confined processes may read and
+// DefaultReadExecDirs are the paths confined processes may read and
 // execute beneath unless configured otherwise: enough for git, go, ls, cat,
-// grep, wc and the dynamic loader; missing ones are skipped.
+// grep, wc and the dynamic loader; missing ones are skipped, and so is any
+// the call's policy forbids. /etc/ld.so.cache only spares the loader its
+// search of the default library directories (it works without it);
+// /etc/localtime gives programs the local time zone; /etc/gitconfig is the
+// operator's system-wide git configuration.
 var DefaultReadExecDirs = []string{
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/passwd", "/etc/group",
-	"/etc/nsswitch.conf", "/etc/localtime", "/etc/gitconfig", "/etc/ssl", "/etc/ca-certificates",
+	"/etc/ld.so.cache", "/etc/localtime", "/etc/gitconfig",
 }
 
 // deviceFiles are the device files confined processes may use, with their rights.
@@ -74,8 +76,10 @@ var deviceFiles = map[string]uint64{
 }
 
 // resolverFiles are the files confined processes may read when the network
-// is allowed, so that they can resolve host names.
-var resolverFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf"}
+// is allowed, so that they can resolve host names
+// and verify the certificates of TLS servers.
+var resolverFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf",
+	"/etc/nsswitch.conf", "/etc/ssl", "/etc/ca-certificates"}
 
 // Config configures a Sandbox.
 type Config struct {
@@ -87,9 +91,22 @@ type Config struct {
 	// ReadExecDirs are the paths confined processes may read and execute
 	// beneath; nil means DefaultReadExecDirs.
 	ReadExecDirs []string
+	// WorkspaceExec lets confined processes execute files in the workspace;
+	// by default they can execute only system files and files in the
+	// call's private directory.
+	WorkspaceExec bool
 	// ABI reports the kernel's Landlock ABI version; nil asks the kernel.
 	// Tests set it to simulate a kernel without Landlock.
 	ABI func() (int, error)
+	// Limits bound each program (zero values: unbounded).
+	Limits Limits
+	// Reaper forces ReaperSubreaper when set to it; otherwise a PID
+	// namespace is used where the kernel allows one.
+	Reaper string
+	// Supervisor is the executable of the supervisors: one whose main
+	// package imports this package (which recognises the supervisor's
+	// arguments in its init). Empty: DefaultSupervisor.
+	Supervisor string
 }
 
 // Sandbox starts confined processes. It is immutable and safe for concurrent use.
@@ -98,8 +115,17 @@ type Sandbox struct {
 	network  string
 	rx       []string
 	abi      int
-	filter   []unix.SockFilter // the seccomp program of NetworkDeny
-	unusable error             // why tools may not run; nil when they may
+	limits   Limits
+	unusable error // why tools may not run; nil when they may
+	// reaper is ReaperPIDNamespace or ReaperSubreaper, with the clone
+	// flags of the supervisor; procBound says how Limits.Processes holds.
+	reaper     string
+	cloneFlags uintptr
+	procBound  string
+	supervisor string
+
+	workspaceExec bool
+	cache         *ruleCache // the compiled path rules of recent policies
 }
 
 // New checks the kernel and returns the sandbox. It fails only on an unknown
@@ -107,7 +133,14 @@ type Sandbox struct {
 // network when asked to) is reported by Usable, so that the gateway can
 // still decide calls while refusing to run tools.
 func New(cfg Config) (*Sandbox, error) {
-	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, rx: cfg.ReadExecDirs}
+	s := &Sandbox{mode: cfg.Mode, network: cfg.Network, rx: cfg.ReadExecDirs, limits: cfg.Limits, supervisor: cfg.Supervisor,
+		workspaceExec: cfg.WorkspaceExec, cache: &ruleCache{}}
+	if s.supervisor == "" {
+		s.supervisor = DefaultSupervisor()
+	}
+	if cfg.Reaper != "" && cfg.Reaper != ReaperSubreaper {
+		return nil, fmt.Errorf("sandbox: unknown reaper %q", cfg.Reaper)
+	}
 	if s.mode == "" {
 		s.mode = ModeLandlock
 	}
@@ -145,10 +178,13 @@ func New(cfg Config) (*Sandbox, error) {
 	default:
 		s.abi = v
 	}
-	if s.unusable == nil && s.network == NetworkDeny {
-		if s.filter, err = networkFilter(); err != nil {
+	if s.unusable == nil {
+		if _, err = programFilter(s.network, 0); err != nil {
 			s.unusable, s.abi = err, 0
 		}
+	}
+	if s.unusable == nil {
+		s.reaping(cfg.Reaper == ReaperSubreaper)
 	}
 	return s, nil
 }
@@ -182,48 +218,48 @@ func (s *Sandbox) Status() string {
 	case s.unusable != nil:
 		return "unavailable: " + s.unusable.Error()
 	}
+	net := "network denied (no TCP bind or connect, no UNIX, netlink or other IP sockets)"
 	if s.network == NetworkAllow {
-		return fmt.Sprintf("landlock ABI %d, network allowed", s.abi)
+		net = "network allowed"
 	}
-	return fmt.Sprintf("landlock ABI %d, network denied (no TCP bind or connect, no other IP sockets)", s.abi)
+	reaper := s.reaper
+	procs := ""
+	if s.procBound != "" {
+		procs = ", process bound " + s.procBound
+	}
+	return fmt.Sprintf("landlock ABI %d, %s, no capabilities, processes ended with each program by its supervisor (%s); limits: %s%s",
+		s.abi, net, reaper, s.limits, procs)
 }
 
-// Start starts cmd confined to read-write access beneath rw (and read and
-// execute access beneath the configured system directories), without TCP
-// unless the network is allowed, or unconfined when the sandbox is off.
-func (s *Sandbox) Start(cmd *exec.Cmd, rw []string) error {
+// Reaper is how programs are kept from outliving their call:
+// ReaperPIDNamespace or ReaperSubreaper ("" when off or unusable).
+func (s *Sandbox) Reaper() string { return s.reaper }
+
+// Start starts cmd confined to what c permits (and read and execute access
+// beneath the configured system directories the policy does not forbid),
+// without TCP unless the network is allowed, without privileges, within the
+// limits and under a supervisor that ends what it leaves running; or
+// unconfined when the sandbox is off. Wait for it with the Process, not
+// cmd.Wait. cmd's Path, Args, Env, ExtraFiles and SysProcAttr become the
+// supervisor's (its Setpgid and Setsid settings are kept); a Cancel function
+// set by exec.CommandContext is replaced by one that has the supervisor end
+// the whole tree.
+func (s *Sandbox) Start(cmd *exec.Cmd, c Confinement) (*Process, error) {
 	if err := s.Usable(); err != nil {
-		return err
+		return nil, err
 	}
 	if s.mode == ModeOff {
-		return cmd.Start()
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		return &Process{cmd: cmd}, nil
 	}
-	fd, err := s.ruleset(rw)
+	fd, err := s.ruleset(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = unix.Close(fd) }()
-	errc := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread, now confined, exits with this goroutine.
-		runtime.LockOSThread()
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			errc <- fmt.Errorf("sandbox: no_new_privs: %w", err)
-			return
-		}
-		if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
-			errc <- fmt.Errorf("sandbox: landlock_restrict_self: %w", err)
-			return
-		}
-		if s.filter != nil {
-			if err := installFilter(s.filter); err != nil {
-				errc <- err
-				return
-			}
-		}
-		errc <- cmd.Start()
-	}()
-	return <-errc
+	return s.start(cmd, fd)
 }
 
 // handled returns the file-system rights, network rights and scopes the
@@ -257,37 +293,21 @@ const (
 )
 
 // ruleset builds the ruleset of one start.
-func (s *Sandbox) ruleset(rw []string) (int, error) {
+func (s *Sandbox) ruleset(c Confinement) (int, error) {
 	fs, net, scoped := s.handled()
 	fd, err := llsys.LandlockCreateRuleset(&llsys.RulesetAttr{HandledAccessFS: fs, HandledAccessNet: net, Scoped: scoped}, 0)
 	if err != nil {
 		return -1, fmt.Errorf("sandbox: landlock_create_ruleset: %w", err)
 	}
-	for _, p := range rw {
+	for _, p := range c.Writable {
 		if err := addRule(fd, p, fs, fs, true); err != nil {
 			_ = unix.Close(fd)
 			return -1, err
 		}
 	}
-	for _, p := range s.rx {
-		if err := addRule(fd, p, readExec, fs, false); err != nil {
-			_ = unix.Close(fd)
-			return -1, err
-		}
-	}
-	for p, rights := range deviceFiles {
-		if err := addRule(fd, p, rights, fs, false); err != nil {
-			_ = unix.Close(fd)
-			return -1, err
-		}
-	}
-	if s.network == NetworkAllow {
-		for _, p := range resolverFiles {
-			if err := addRule(fd, p, llsys.AccessFSReadFile, fs, false); err != nil {
-				_ = unix.Close(fd)
-				return -1, err
-			}
-		}
+	if err := s.pathRules(fd, c, fs); err != nil {
+		_ = unix.Close(fd)
+		return -1, err
 	}
 	return fd, nil
 }

@@ -25,6 +25,18 @@
 // reaches the server after its caller gave up on it takes nothing. A
 // release that comes after the record expired changes nothing (strict).
 //
+// # Deadlines
+//
+// A call waits for its reservation at most Timeout from the moment it is
+// written to the server while the server sends nothing (see pipeline.go):
+// the time the gateway's own goroutines take to send it or to read the
+// reply is not the store's. Each reservation carries its deadline on the
+// server's clock (measured by the health checks, at the earliest it may
+// be), and the script refuses to reserve after it: a reservation that
+// reaches a stalled server and runs when it continues takes nothing, so a
+// call that was denied never spends a budget. One that the server ran in
+// time but whose reply came after its caller gave up is released.
+//
 // # Keys
 //
 // Keys are prefix{policy}:kind:..., with the policy's uid as the hash tag
@@ -43,6 +55,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -53,8 +66,17 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultTimeout bounds each operation of a call.
-	DefaultTimeout = 5 * time.Millisecond
+	// DefaultTimeout is how long a call waits for a server that sends
+	// nothing after its reservation was written. Only a stalled server
+	// costs it: a call to one that answers returns with the reply. It is
+	// sized for a busy host: on two cores shared ten times over, a
+	// loopback redis-server was descheduled for up to 95 ms in the middle
+	// of a script (LATENCY LATEST), and a shorter deadline would deny such
+	// a server's calls; 250 ms keeps a wide margin over that and is still
+	// short next to the tool calls it gates, and a server that stays
+	// stalled is found down by the health check within half a second,
+	// after which calls fail at once.
+	DefaultTimeout = 250 * time.Millisecond
 	// DefaultKeyPrefix starts every key.
 	DefaultKeyPrefix = "toolhooks:"
 	// minReleaseTimeout bounds a release at least this long: a release
@@ -66,6 +88,9 @@ const (
 	// gateway keeps retrying the release of a reservation whose outcome it
 	// did not learn.
 	recordTTL = 2 * time.Minute
+	// lateRetries is how many times a reservation that the server ran
+	// after its deadline (taking nothing) is sent again.
+	lateRetries = 2
 	// rateWindow is the window of the per-minute rate limits.
 	rateWindow = time.Minute
 )
@@ -105,7 +130,9 @@ type Redis struct {
 	observe    func(string, time.Duration, error)
 
 	health health
-	batch  *batcher
+	pipes  *pipelines
+	// releasing counts the releases of releaseLater in flight.
+	releasing atomic.Int64
 }
 
 var _ contract.Store = (*Redis)(nil)
@@ -169,7 +196,9 @@ func New(opts Options) (*Redis, error) {
 		// The client reports no library name: managed services may refuse CLIENT SETINFO.
 		DisableIdentity: true,
 	})
-	s.batch = newBatcher(s.client)
+	s.pipes = newPipelines(dialer{addr: opts.Address, username: opts.Username, password: opts.Password, db: opts.DB, tls: opts.TLS},
+		s.timeout, reserveScript.Hash(), s.evalReserve, s.health.suspect, s.health.serverClock,
+		func(op *reserveOp) { s.releaseLater(op.keys[1], op.keys[0]) })
 	s.health.start(s)
 	return s, nil
 }
@@ -187,7 +216,7 @@ func (s *Redis) Name() string { return "redis " + s.name }
 // Close stops watching the server and closes the connections.
 func (s *Redis) Close() error {
 	s.health.stop()
-	s.batch.stop()
+	s.pipes.stop()
 	return s.client.Close()
 }
 
@@ -214,8 +243,6 @@ func (s *Redis) Reserve(ctx context.Context, r *contract.Reservation) (hooks.Ver
 	if err := s.health.failFast(); err != nil {
 		return hooks.Verdict{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
 	keys := []string{
 		s.key(r.Policy, "rsv", r.ID),
 		s.key(r.Policy, "s", r.Session),
@@ -223,11 +250,21 @@ func (s *Redis) Reserve(ctx context.Context, r *contract.Reservation) (hooks.Ver
 		s.key(r.Policy, "r", r.RateRules, r.Call.SenderID+"\x00"+r.Call.Tool),
 	}
 	start := time.Now()
-	deadline, _ := ctx.Deadline()
-	out, err := s.batch.reserve(ctx, &reserveOp{deadline: deadline, keys: keys, args: []any{
-		r.MaxToolCalls, s.sessionTTL,
-		r.CallerCalls, r.CallerWindow.Milliseconds(),
-		r.RatePerMinute, rateWindow.Milliseconds(), recordTTL.Milliseconds()}})
+	args := []string{
+		strconv.Itoa(r.MaxToolCalls), strconv.FormatInt(s.sessionTTL, 10),
+		strconv.Itoa(r.CallerCalls), strconv.FormatInt(r.CallerWindow.Milliseconds(), 10),
+		strconv.Itoa(r.RatePerMinute), strconv.FormatInt(rateWindow.Milliseconds(), 10),
+		strconv.FormatInt(recordTTL.Milliseconds(), 10)}
+	out, err := s.pipes.reserve(ctx, &reserveOp{keys: keys, args: args, budget: r.MaxToolCalls > 0})
+	for try := 0; err == nil && out == "late" && try < lateRetries; try++ {
+		// The server answers, but ran the reservation after its deadline (a
+		// busy host): it took nothing, so sending it again cannot count twice.
+		out, err = s.pipes.reserve(ctx, &reserveOp{keys: keys, args: args, budget: r.MaxToolCalls > 0})
+	}
+	if err == nil && out == "late" {
+		// The server ran it after the call gave up waiting: nothing was taken.
+		err = notSent{fmt.Errorf("the state store ran the reservation after its deadline (%s) and took nothing", s.timeout)}
+	}
 	s.done(ctx, "reserve", start, err)
 	if err != nil {
 		return hooks.Verdict{}, err
@@ -257,20 +294,73 @@ func (s *Redis) Reserve(ctx context.Context, r *contract.Reservation) (hooks.Ver
 	return hooks.Verdict{}, fmt.Errorf("the reservation script answered %q", out)
 }
 
+// evalReserve runs op by the script's text, for a server that lost it.
+func (s *Redis) evalReserve(ctx context.Context, op *reserveOp) (string, error) {
+	args := make([]any, 0, len(op.args)+1)
+	for _, a := range op.args {
+		args = append(args, a)
+	}
+	return reserveScript.Eval(ctx, s.client, op.keys, append(args, op.deadline)...).Text()
+}
+
 // Settle does nothing for an executed call, which its reservation already
 // counted, and releases the budget slot of one that did not execute.
 func (s *Redis) Settle(ctx context.Context, r *contract.Reservation, executed bool) error {
 	if executed || r.MaxToolCalls == 0 {
 		return nil
 	}
+	session, record := s.key(r.Policy, "s", r.Session), s.key(r.Policy, "rsv", r.ID)
+	err := s.release(ctx, session, record)
+	if err != nil {
+		// The slot must not stay taken by a call that did not run.
+		s.releaseLater(session, record)
+	}
+	return err
+}
+
+// release runs the release script for the reservation recorded under
+// record in session.
+func (s *Redis) release(ctx context.Context, session, record string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(s.timeout, minReleaseTimeout))
 	defer cancel()
 	start := time.Now()
-	err := releaseScript.Run(ctx, s.client,
-		[]string{s.key(r.Policy, "s", r.Session), s.key(r.Policy, "rsv", r.ID)},
-		recordTTL.Milliseconds()).Err()
+	err := releaseScript.Run(ctx, s.client, []string{session, record}, recordTTL.Milliseconds()).Err()
 	s.done(ctx, "release", start, err)
 	return err
+}
+
+// maxReleasesInFlight bounds the releases of releaseLater; beyond it a
+// reservation stays counted (strict) rather than add load to a store that
+// is failing.
+const maxReleasesInFlight = 1024
+
+// releaseLater gives back, in the background, the session slot of a
+// reservation recorded under record for a call that did not run: one whose
+// caller gave up on it (and denied the call) but that the server may have
+// taken (its reply came after the caller gave up, or its connection failed
+// before the reply), or one whose release failed. Releasing a reservation
+// the server has not run records it cancelled, so that it takes nothing if
+// it runs later; so the release is retried, with backoff, until the server
+// answers or a minute has passed.
+func (s *Redis) releaseLater(session, record string) {
+	if s.releasing.Add(1) > maxReleasesInFlight {
+		s.releasing.Add(-1)
+		return
+	}
+	go func() {
+		defer s.releasing.Add(-1)
+		wait := 50 * time.Millisecond
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); wait = min(2*wait, 2*time.Second) {
+			if s.release(context.Background(), session, record) == nil {
+				return
+			}
+			select {
+			case <-s.health.stopped:
+				return
+			case <-time.After(wait):
+			}
+		}
+	}()
 }
 
 // done reports an operation to Observe and tells the health watcher about
@@ -300,6 +390,44 @@ type health struct {
 	wake    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
+	// offset is the server's clock minus this host's (microseconds), at
+	// the least that the most precise of the last checks allows; clockKnown
+	// is set once one has measured it precisely enough.
+	offset     atomic.Int64
+	clockKnown atomic.Bool
+	clock      clockSamples // the watcher's own
+}
+
+// clockSamples are the last checks' measures of the server's clock. The
+// server read its clock between the check's start and its reply: taking
+// the middle errs by at most half the round trip, so the sample of the
+// shortest round trip is the most precise.
+type clockSamples struct {
+	offset [16]int64
+	rtt    [16]time.Duration
+	n      int
+}
+
+func (c *clockSamples) add(offset int64, rtt time.Duration) {
+	c.offset[c.n%len(c.offset)], c.rtt[c.n%len(c.rtt)] = offset, rtt
+	c.n++
+}
+
+// best returns the sample of the shortest round trip.
+func (c *clockSamples) best() (int64, time.Duration) {
+	b := 0
+	for i := 1; i < min(c.n, len(c.rtt)); i++ {
+		if c.rtt[i] < c.rtt[b] {
+			b = i
+		}
+	}
+	return c.offset[b], c.rtt[b]
+}
+
+// serverClock returns the server's clock minus this host's, in
+// microseconds, once a health check has measured it.
+func (h *health) serverClock() (int64, bool) {
+	return h.offset.Load(), h.clockKnown.Load()
 }
 
 func (h *health) start(s *Redis) {
@@ -337,8 +465,9 @@ func (h *health) failFast() error {
 	return notSent{fmt.Errorf("unreachable since %s: %w", h.since.UTC().Format(time.RFC3339), h.down)}
 }
 
-// notSent is the error of an operation not sent to a server known to be
-// down: it wraps contract.ErrNotSent as well as the cause.
+// notSent is the error of a reservation that took nothing: not sent (to a
+// server known to be down, say), or refused by the server as late. It wraps
+// contract.ErrNotSent as well as the cause.
 type notSent struct{ error }
 
 func (e notSent) Unwrap() []error { return []error{e.error, contract.ErrNotSent} }
@@ -370,6 +499,22 @@ func (h *health) watch(s *Redis) {
 			p.ScriptLoad(ctx, releaseLua)
 			return nil
 		})
+		if err == nil {
+			// The server's clock, in a round trip of its own, as short as
+			// can be.
+			t0 := time.Now()
+			if now, err := s.client.Time(ctx).Result(); err == nil {
+				rtt := time.Since(t0)
+				h.clock.add(now.UnixMicro()-t0.Add(rtt/2).UnixMicro(), rtt)
+				if offset, rtt := h.clock.best(); rtt < s.timeout/2 {
+					// The earliest the server's clock may be: the scripts
+					// then refuse a reservation no later than its caller
+					// gives up on it.
+					h.offset.Store(offset - (rtt / 2).Microseconds() - 1)
+					h.clockKnown.Store(true)
+				}
+			}
+		}
 		cancel()
 		if s.observe != nil {
 			s.observe("ping", time.Since(start), err)

@@ -473,3 +473,206 @@ func TestAskAfterCallsCountsTheSessionAcrossClients(t *testing.T) {
 		t.Fatalf("a call the store could not count, under Ignore: %+v, want an ask", v)
 	}
 }
+
+// outcomes counts the calls of a load by outcome: "ran" (allowed, and run)
+// or the rule that denied them.
+type outcomes struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (o *outcomes) add(v hooks.Verdict) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n == nil {
+		o.n = map[string]int{}
+	}
+	k := "ran"
+	if !v.Allowed {
+		k = v.Rule
+	}
+	o.n[k]++
+}
+
+func (o *outcomes) get(k string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n[k]
+}
+
+func (o *outcomes) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return fmt.Sprint(o.n)
+}
+
+// sessionCount returns the count of session s (caller alice) of policy in
+// the server.
+func sessionCount(t *testing.T, srv *redistest.Server, policy, s string) int {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer func() { _ = c.Close() }()
+	n, err := c.HGet(context.Background(), statestore.DefaultKeyPrefix+"{"+policy+"}:s:alice\x00"+s, "c").Int()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A healthy store falsely denies nothing: 64 callers at once, 3,200 calls,
+// none denied by the stateStore rule, and the server counts exactly the
+// calls that ran.
+func TestAHealthyStoreDeniesNothingAtSixtyFourCallers(t *testing.T) {
+	srv := redistest.Start(t)
+	h := scope(t, newStore(t, srv, statestore.Options{}), "uid", contract.Contract{MaxToolCalls: 1 << 20},
+		[]ratelimit.Rule{{Tools: "x", PerSenderPerMinute: 100000}}, "")
+	var got outcomes
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for range 50 {
+				got.add(run(t, h, call("s", "alice", "x"), false))
+			}
+		})
+	}
+	wg.Wait()
+	if got.get("ran") != 64*50 {
+		t.Fatalf("outcomes %v, want all 3200 calls run", &got)
+	}
+	if n := sessionCount(t, srv, "uid", "s"); n != got.get("ran") {
+		t.Fatalf("the server counted %d calls, %d ran", n, got.get("ran"))
+	}
+}
+
+// A store stopped (SIGSTOP) in the middle of a load of 256 callers: the
+// calls sent to it are denied when it has not answered within the deadline,
+// without waiting for it to come back, and the reservations it runs when it
+// continues, after their deadline, take nothing. So the server's count is
+// the calls that ran, and the session gets exactly its budget: no slot is
+// spent on a call that was denied.
+func TestTheCountIsTheCallsThatRanWhenTheStoreStalls(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv, statestore.Options{Timeout: 50 * time.Millisecond})
+	const budget = 3000
+	h := scope(t, s, "uid", contract.Contract{MaxToolCalls: budget}, nil, "")
+	var (
+		got     outcomes
+		wg      sync.WaitGroup
+		paused  = make(chan struct{})
+		resumed = make(chan struct{})
+		once    sync.Once
+	)
+	// During the pause, calls are denied while the server is still stopped.
+	var deniedWhilePaused atomic.Int64
+	for range 256 {
+		wg.Go(func() {
+			for {
+				v := run(t, h, call("s", "alice", "x"), false)
+				got.add(v)
+				select {
+				case <-paused:
+					select {
+					case <-resumed:
+					default:
+						if v.Rule == contract.RuleStateStore {
+							deniedWhilePaused.Add(1)
+						}
+					}
+				default:
+				}
+				if v.Rule == contract.RuleMaxToolCalls {
+					return
+				}
+				if got.get("ran") >= 300 {
+					once.Do(func() { srv.Pause(); close(paused) })
+				}
+			}
+		})
+	}
+	<-paused
+	// Resume once the calls sent to the stopped server have been denied and
+	// the store has been found down (calls then fail at once, unsent).
+	for deniedWhilePaused.Load() < 256 || s.Ready() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	srv.Resume()
+	close(resumed)
+	wg.Wait()
+	// A reservation the server took just before it stopped, whose reply came
+	// after its call was denied, is given back in the background: wait for
+	// the count to come down to the calls that ran, then spend what is left.
+	deadline := time.Now().Add(time.Minute)
+	for sessionCount(t, srv, "uid", "s") != got.get("ran") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for {
+		v := run(t, h, call("s", "alice", "x"), false)
+		got.add(v)
+		if !v.Allowed {
+			if v.Rule != contract.RuleMaxToolCalls {
+				t.Fatalf("after the store came back: %+v", v)
+			}
+			break
+		}
+	}
+	t.Logf("outcomes %v; %d denied while the server was stopped", &got, deniedWhilePaused.Load())
+	if got.get(contract.RuleStateStore) == 0 {
+		t.Fatal("no call was denied while the server was stopped")
+	}
+	if n := sessionCount(t, srv, "uid", "s"); n != got.get("ran") || n != budget {
+		t.Fatalf("the server counted %d calls, %d ran, of a budget of %d (%v)", n, got.get("ran"), budget, &got)
+	}
+}
+
+// Every call to a stopped server is denied while it is still stopped: 64
+// callers, none waits for it to come back, none is allowed uncounted.
+func TestEveryCallToAStoppedStoreIsDeniedWhileItIsStopped(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv, statestore.Options{Timeout: 100 * time.Millisecond})
+	h := scope(t, s, "uid", contract.Contract{MaxToolCalls: 1000}, nil, "")
+	run(t, h, call("s", "alice", "x"), false)
+	srv.Pause()
+	var got outcomes
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for range 3 {
+				got.add(run(t, h, call("s", "alice", "x"), false))
+			}
+		})
+	}
+	wg.Wait()
+	// Still stopped: every call above came back without it.
+	denied := got.get(contract.RuleStateStore)
+	srv.Resume()
+	if denied != 64*3 {
+		t.Fatalf("outcomes while the server was stopped: %v, want all 192 denied by stateStore", &got)
+	}
+	waitReady(t, s)
+	if n := sessionCount(t, srv, "uid", "s"); n != 1 {
+		t.Fatalf("the server counted %d calls, 1 ran: reservations it ran after their deadline took a slot", n)
+	}
+}
+
+// A release that fails (the server is down) is retried in the background
+// until the server is back: the slot of a call that did not run is not kept.
+func TestAReleaseThatFailsIsRetriedUntilTheServerIsBack(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newStore(t, srv, statestore.Options{})
+	r := &contract.Reservation{ID: "r1", Call: call("s", "alice", "x"), Policy: "uid", Session: "alice\x00s", MaxToolCalls: 10}
+	if v, err := s.Reserve(context.Background(), r); err != nil || !v.Allowed {
+		t.Fatalf("Reserve: %+v, %v", v, err)
+	}
+	srv.Stop()
+	if err := s.Settle(context.Background(), r, false); err == nil {
+		t.Fatal("a release to a stopped server succeeded")
+	}
+	srv.Restart()
+	deadline := time.Now().Add(time.Minute)
+	for sessionCount(t, srv, "uid", "s") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the failed release was never retried: the slot of a call that did not run stays taken")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

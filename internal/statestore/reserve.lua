@@ -6,16 +6,22 @@
 -- windows are hashes of bucket number -> calls.
 -- ARGV: 1 session budget (0: none), 2 session TTL ms, 3 caller calls (0:
 -- none), 4 caller window ms, 5 rate limit (0: none), 6 rate window ms,
--- 7 outcome record TTL ms.
+-- 7 outcome record TTL ms, 8 deadline: the server time (microseconds) after
+-- which the caller no longer waits for the answer (0: none).
 -- Returns "ok" (or "ok:N" when it took a session slot: the call is the
--- session's Nth), "budget", "caller" or "rate" (the limit without room), or
--- the record of an earlier attempt with the same id ("ok", "ok:N",
--- "released", "cancelled") without counting again.
+-- session's Nth), "budget", "caller" or "rate" (the limit without room),
+-- "late" (run after its deadline: it takes nothing, as its caller denied
+-- the call), or the record of an earlier attempt with the same id ("ok",
+-- "ok:N", "released", "cancelled") without counting again.
 local prev = redis.call('GET', KEYS[1])
 if prev then
   return prev
 end
 local t = redis.call('TIME')
+local deadline = tonumber(ARGV[8] or '0')
+if deadline > 0 and tonumber(t[1]) * 1000000 + tonumber(t[2]) > deadline then
+  return 'late'
+end
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local budget = tonumber(ARGV[1])
 local sessionTTL = tonumber(ARGV[2])

@@ -88,6 +88,20 @@ func BenchmarkShellPipeline3Unconfined(b *testing.B) {
 	benchShell(b, "ls src | grep go | wc -l", tools.Options{Sandbox: sandboxOff(b)})
 }
 
+// BenchmarkShellLsWcSmallSupervisor runs the programs under the supervisor
+// the image ships (cmd/toolhooks-sandbox) rather than this test binary.
+func BenchmarkShellLsWcSmallSupervisor(b *testing.B) {
+	p := filepath.Join(b.TempDir(), sandbox.SupervisorName)
+	if out, err := exec.Command("go", "build", "-ldflags=-s", "-o", p, "github.com/toolhooks/toolhooks/cmd/toolhooks-sandbox").CombinedOutput(); err != nil {
+		b.Fatalf("building the supervisor: %v\n%s", err, out)
+	}
+	s, err := sandbox.New(sandbox.Config{Supervisor: p})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchShell(b, "ls src | wc -l", tools.Options{Sandbox: s})
+}
+
 func sandboxOff(b *testing.B) *sandbox.Sandbox {
 	s, err := sandbox.New(sandbox.Config{Mode: sandbox.ModeOff})
 	if err != nil {

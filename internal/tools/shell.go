@@ -21,7 +21,10 @@ import (
 	"mvdan.cc/sh/v3/interp"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
+	"github.com/toolhooks/toolhooks/internal/hooks/progenv"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
+	"github.com/toolhooks/toolhooks/internal/sandbox"
 )
 
 // shellWaitDelay is how long the shell tool waits for a command's output
@@ -37,7 +40,14 @@ const shellWaitDelay = 2 * time.Second
 //     expansion), the variables the script set for it and its directory, and
 //     then started by the sandbox, in its own process group, with a fixed
 //     environment (PATH, HOME and TMPDIR pointing to a private directory
-//     removed after the call, LANG) plus what the script exported;
+//     removed after the call, LANG, and unless the bound policies allow
+//     them, the git configuration that turns off the programs a
+//     repository's configuration names: progenv.GitEnv) plus what the
+//     script exported, which may not be a variable progenv.Refused names;
+//     every process a program leaves running is ended when it exits (the
+//     output ends with a note of how many), and a program that exceeds the
+//     sandbox's CPU time or file size limit ends the call with an error
+//     saying so;
 //   - every file the interpreter opens itself (redirections, $(<file),
 //     source) is shown to the guard and opened beneath the workspace; only
 //     /dev/null, and reading /dev/zero and /dev/urandom, are exempt, and
@@ -113,7 +123,9 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(errors.New("shell command finished"))
-	run := &shellRun{w: w, guard: g, tmp: home, cancel: cancel, base: w.baseEnv(home), interpTmp: "TMPDIR=" + tmp}
+	allowGit := g.AllowsGitPrograms()
+	run := &shellRun{w: w, guard: g, tmp: home, cancel: cancel, base: w.baseEnv(home, allowGit), interpTmp: "TMPDIR=" + tmp,
+		allowGit: allowGit}
 	interpEnv := slices.DeleteFunc(slices.Clone(run.base), func(e string) bool { return strings.HasPrefix(e, "TMPDIR=") })
 	interpEnv = append(interpEnv, run.interpTmp)
 	out := &cappedBuffer{max: w.opts.MaxOutputBytes}
@@ -136,9 +148,18 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 		return "", d
 	}
 	if ctx.Err() != nil {
-		return "", fmt.Errorf("shell command interrupted: %w", context.Cause(ctx))
+		if run.limitExceeded() {
+			return "", userErrorf("%v%s", context.Cause(ctx), run.endedNote())
+		}
+		return "", fmt.Errorf("shell command interrupted: %w%s", context.Cause(ctx), run.endedNote())
 	}
 	text := out.String()
+	if note := run.endedNote(); note != "" {
+		if text != "" && text[len(text)-1] != '\n' {
+			text += "\n"
+		}
+		text += "[" + note[2:] + "]\n"
+	}
 	if err != nil {
 		if text != "" && text[len(text)-1] != '\n' {
 			text += "\n"
@@ -152,9 +173,15 @@ func (w *Workspace) doShell(ctx context.Context, m map[string]any) (string, erro
 	return text, nil
 }
 
-// baseEnv is the environment every command starts from.
-func (w *Workspace) baseEnv(tmp string) []string {
-	return []string{"PATH=" + w.opts.Path, "HOME=" + tmp, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
+// baseEnv is the environment every command starts from: with git's
+// configured programs off unless the bound policies allow them
+// (progenv.GitEnv).
+func (w *Workspace) baseEnv(tmp string, allowGit bool) []string {
+	env := []string{"PATH=" + w.opts.Path, "HOME=" + tmp, "TMPDIR=" + tmp, "LANG=C.UTF-8"}
+	if !allowGit {
+		env = append(env, progenv.GitEnv()...)
+	}
+	return env
 }
 
 // shellRun is one shell tool call's interpreter state.
@@ -166,9 +193,16 @@ type shellRun struct {
 	cancel context.CancelCauseFunc
 	// interpTmp is the interpreter's own TMPDIR entry, which programs do not inherit.
 	interpTmp string
+	// allowGit: the bound policies let git run the programs its
+	// configuration names, so the script may set git's variables.
+	allowGit bool
 
 	mu     sync.Mutex
 	denial error
+	// endedProcs counts the processes programs left running that the
+	// sandbox ended; exceeded names the first limit a program exceeded.
+	endedProcs int
+	exceeded   string
 }
 
 // deny records the first refusal and stops the whole command.
@@ -180,6 +214,27 @@ func (s *shellRun) deny(err error) error {
 	s.mu.Unlock()
 	s.cancel(err)
 	return err
+}
+
+// endedNote is "; N processes left running were ended" when programs left
+// some, else "".
+func (s *shellRun) endedNote() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch s.endedProcs {
+	case 0:
+		return ""
+	case 1:
+		return "; 1 process left running was ended"
+	}
+	return fmt.Sprintf("; %d processes left running were ended", s.endedProcs)
+}
+
+// limitExceeded reports whether a program exceeded a limit of the sandbox.
+func (s *shellRun) limitExceeded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exceeded != ""
 }
 
 func (s *shellRun) denied() error {
@@ -254,12 +309,17 @@ func (s *shellRun) chdir(ctx context.Context, args []string) error {
 }
 
 // environ returns a command's environment (the base, then what the script
-// exported) and the part of it that differs from the base.
-func (s *shellRun) environ(env expand.Environ) (all, added []string) {
+// exported) and the part of it that differs from the base. A variable the
+// script may not set (progenv.Refused) is an error.
+func (s *shellRun) environ(env expand.Environ) (all, added []string, err error) {
 	all = slices.Clone(s.base)
 	env.Each(func(name string, vr expand.Variable) bool {
 		if !vr.Exported || vr.Kind != expand.String {
 			return true
+		}
+		if why := progenv.Refused(name, s.allowGit); why != "" && !slices.Contains(s.base, name+"="+vr.Str) {
+			err = userErrorf("%s: the script sets %s, which %s; programs started by the shell tool may not get it", Shell, name, why)
+			return false
 		}
 		kv := name + "=" + vr.Str
 		if slices.Contains(s.base, kv) || kv == s.interpTmp {
@@ -272,7 +332,7 @@ func (s *shellRun) environ(env expand.Environ) (all, added []string) {
 		all = append(all, kv)
 		return true
 	})
-	return all, added
+	return all, added, err
 }
 
 // exec runs one external command after the guard allowed its final argv.
@@ -281,7 +341,10 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 	if !s.w.res.Within(hc.Dir) {
 		return s.deny(userErrorf("%s: the working directory %s is outside the workspace", Shell, hc.Dir))
 	}
-	env, added := s.environ(hc.Env)
+	env, added, err := s.environ(hc.Env)
+	if err != nil {
+		return s.deny(err)
+	}
 	if err := s.guard.Exec(ctx, hc.Dir, added, args); err != nil {
 		return s.deny(err)
 	}
@@ -297,26 +360,71 @@ func (s *shellRun) exec(ctx context.Context, args []string) error {
 		cmd.Stdin = nil
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Replaced by the sandbox's, which ends the program's whole tree; this
+	// one (the sandbox off) ends its process group.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = shellWaitDelay
-	if err := s.w.opts.Sandbox.Start(cmd, []string{s.w.res.Real, s.tmp}); err != nil {
+	// The workspace as the policy permits; the private directory (HOME and
+	// TMPDIR) writable and executable under every policy, readonly too: go
+	// test builds and runs its binaries there, and it is removed after the call.
+	conf := sandbox.Confinement{Workspace: s.w.res.Real, Policy: newGuardPolicy(ctx, s.guard), Writable: []string{s.tmp}}
+	p, err := s.w.opts.Sandbox.Start(cmd, conf)
+	if err != nil {
 		_, _ = fmt.Fprintf(hc.Stderr, "%s: %v\n", args[0], err)
 		return interp.ExitStatus(126)
 	}
-	err = cmd.Wait()
+	rep, err := p.Wait()
+	s.ended(rep)
 	var ee *exec.ExitError
 	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ee):
+	case rep.Exceeded != "":
+		err := fmt.Errorf("%s: %s exceeded its %s limit; it and every process it started were ended", Shell, args[0], rep.Exceeded)
+		s.cancel(err)
+		return err
+	case err != nil && errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			return interp.ExitStatus(uint8(128 + int(ws.Signal())))
 		}
 		return interp.ExitStatus(uint8(ee.ExitCode()))
-	default:
+	case err != nil:
 		return err
+	case !rep.Exited:
+		return interp.ExitStatus(uint8(128 + int(rep.Signal)))
+	case rep.ExitCode != 0:
+		return interp.ExitStatus(uint8(rep.ExitCode))
+	}
+	return nil
+}
+
+// ended adds what the sandbox reported of one program to the call's note.
+func (s *shellRun) ended(rep sandbox.Report) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.endedProcs += rep.Ended
+	if rep.Exceeded != "" && s.exceeded == "" {
+		s.exceeded = rep.Exceeded
 	}
 }
+
+// guardPolicy is the call's guard as the sandbox asks it: the programs a
+// command starts may reach exactly what the guard would let the tools
+// themselves open. The sandbox asks about the workspace's paths as it
+// walks them without following a symbolic link (real), so the checks need
+// not resolve them again.
+type guardPolicy struct {
+	ctx, real context.Context
+	g         *hooks.Guard
+}
+
+func newGuardPolicy(ctx context.Context, g *hooks.Guard) guardPolicy {
+	return guardPolicy{ctx: ctx, real: pathguard.WithRealPaths(ctx), g: g}
+}
+
+func (p guardPolicy) Key() string                    { return p.g.PolicyKey() }
+func (p guardPolicy) RefusesRead(path string) bool   { return p.g.Refuses(p.real, path) }
+func (p guardPolicy) RefusesWrite(path string) bool  { return p.g.RefusesWrite(p.real, path) }
+func (p guardPolicy) RefusesSystem(path string) bool { return p.g.RefusesSystem(p.ctx, path) }
+func (p guardPolicy) Err() error                     { return p.ctx.Err() }
 
 // open opens a file for the interpreter: a redirection, $(<file), source.
 func (s *shellRun) open(ctx context.Context, path string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {

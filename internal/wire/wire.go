@@ -87,6 +87,11 @@ type Denial struct {
 	Reason string `json:"reason"`
 	// EnforcementAction is Deny or Warn.
 	EnforcementAction string `json:"enforcementAction,omitempty"`
+	// Layer is the enforcement layer that decided: static (the policies,
+	// on the call's arguments, before the tool ran), runtime (the tool's
+	// check of a program it was about to start or a file it was about to
+	// open) or kernel (the confinement of the programs the tool started).
+	Layer string `json:"layer,omitempty"`
 }
 
 // ToolCallResponse is the answer of POST /v1/tool-calls.

@@ -280,6 +280,8 @@ func TestChartSchemaRejectsBadValues(t *testing.T) {
 		"mcp upstream name":       {"gateway.mcp.upstreams[0].name=fs_1", "/gateway/mcp/upstreams/0/name"},
 		"mcp token cache ttl":     {"gateway.mcp.tokenCacheTTL=-1m", "gateway.mcp.tokenCacheTTL"},
 		"unknown sandbox network": {"gateway.sandbox.network=none", "gateway.sandbox.network"},
+		"negative process bound":  {"gateway.sandbox.maxProcesses=-1", "gateway.sandbox.maxProcesses"},
+		"bad memory quantity":     {"gateway.sandbox.maxMemory=lots", "gateway.sandbox.maxMemory"},
 		"no mcp sessions":         {"gateway.mcp.maxSessions=0", "gateway.mcp.maxSessions"},
 		"mcp sessions per caller": {"gateway.mcp.maxSessionsPerCaller=1.5", "gateway.mcp.maxSessionsPerCaller"},
 	}
@@ -377,6 +379,28 @@ func TestChartSandboxNetwork(t *testing.T) {
 		gw := into[deployment](t, m.get(t, "Deployment", "toolhooks-gateway"))
 		if got := argValue(t, gw.Spec.Template.Spec.Containers[0].Args, "sandbox-network"); got != want {
 			t.Errorf("with %q the gateway runs with --sandbox-network=%s, want %s", set, got, want)
+		}
+	}
+}
+
+// TestChartSandboxLimits checks the per-program limits reach the gateway's
+// flags, with the defaults of the values file.
+func TestChartSandboxLimits(t *testing.T) {
+	for set, want := range map[string][4]string{
+		"": {"256", "2Gi", "5m", "1Gi"},
+		"gateway.sandbox.maxProcesses=0,gateway.sandbox.maxMemory=512Mi,gateway.sandbox.maxCPUTime=1m,gateway.sandbox.maxFileSize=0": {
+			"0", "512Mi", "1m", "0"},
+	} {
+		var sets []string
+		if set != "" {
+			sets = []string{set}
+		}
+		m := parseManifest(t, mustTemplate(t, "toolhooks", "ns", sets...))
+		args := into[deployment](t, m.get(t, "Deployment", "toolhooks-gateway")).Spec.Template.Spec.Containers[0].Args
+		for i, flag := range []string{"sandbox-max-processes", "sandbox-max-memory", "sandbox-max-cpu-time", "sandbox-max-file-size"} {
+			if got := argValue(t, args, flag); got != want[i] {
+				t.Errorf("with %q the gateway runs with --%s=%s, want %s", set, flag, got, want[i])
+			}
 		}
 	}
 }

@@ -264,6 +264,26 @@ func TestAutonomyPolicyValidation(t *testing.T) {
 			wantErr: "spec.subjects.callers: Too many: 65: must have at most 64 items",
 		},
 		{
+			name: "protectedPaths that add globs, lift default entries and allow git's programs are accepted",
+			obj: autonomyPolicy(spec{ProtectedPaths: &policyv1alpha1.ProtectedPaths{
+				Add: []string{"deploy/**", "Makefile"}, Lift: []string{".envrc", ".git/config"}, AllowGitPrograms: true}}),
+		},
+		{
+			name:    "protectedPaths naming the same path in add and lift are rejected",
+			obj:     autonomyPolicy(spec{ProtectedPaths: &policyv1alpha1.ProtectedPaths{Add: []string{".envrc"}, Lift: []string{".envrc"}}}),
+			wantErr: "spec.protectedPaths: Invalid value: protectedPaths names the same path in add and lift",
+		},
+		{
+			name:    "an empty protectedPaths.add glob is rejected",
+			obj:     autonomyPolicy(spec{ProtectedPaths: &policyv1alpha1.ProtectedPaths{Add: []string{""}}}),
+			wantErr: "spec.protectedPaths.add[0] in body should be at least 1 chars long",
+		},
+		{
+			name:    "more than 64 protectedPaths.lift names are rejected",
+			obj:     autonomyPolicy(spec{ProtectedPaths: &policyv1alpha1.ProtectedPaths{Lift: slices.Repeat([]string{".envrc"}, 65)}}),
+			wantErr: "spec.protectedPaths.lift: Too many: 65: must have at most 64 items",
+		},
+		{
 			name: "256 forbiddenPathGlobs are accepted",
 			obj:  autonomyPolicy(spec{ForbiddenPathGlobs: slices.Repeat([]string{"**/.env"}, 256)}),
 		},

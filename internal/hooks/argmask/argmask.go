@@ -117,6 +117,58 @@ func (m *Masker) Mask(ctx context.Context, call *hooks.Call) *audit.Arguments {
 	return out
 }
 
+// MaskReason returns text, a decision's reason, with the secrets Mask would
+// mask in an argument masked: a reason may quote a command line or a path,
+// in Go syntax ("%q"), and such a quoted value is masked as the value
+// itself (then quoted again), the rest of the reason as text.
+func (m *Masker) MaskReason(ctx context.Context, text string) string {
+	if mayHoldSecret(text) {
+		var b strings.Builder
+		rest := text
+		for {
+			start, end := goQuoted(rest)
+			if start < 0 {
+				b.WriteString(maskText(rest))
+				break
+			}
+			b.WriteString(maskText(rest[:start]))
+			v, _ := strconv.Unquote(rest[start:end])
+			b.WriteString(strconv.Quote(maskValue(v, 0)))
+			rest = rest[end:]
+		}
+		text = b.String()
+	}
+	v, err := m.scan(ctx, text, false, "", &audit.Arguments{})
+	if err != nil {
+		return MaskedMarker
+	}
+	return v.(string)
+}
+
+// goQuoted returns the extent of the first double-quoted Go string literal
+// in s, or -1.
+func goQuoted(s string) (int, int) {
+	for start := 0; ; start++ {
+		i := strings.IndexByte(s[start:], '"')
+		if i < 0 {
+			return -1, -1
+		}
+		start += i
+		e := start + 1
+		for e < len(s) && s[e] != '"' {
+			if s[e] == '\\' {
+				e++
+			}
+			e++
+		}
+		if e < len(s) {
+			if _, err := strconv.Unquote(s[start : e+1]); err == nil {
+				return start, e + 1
+			}
+		}
+	}
+}
+
 // mask returns a copy of v with its masked values replaced, adding their
 // pointers (under ptr) to out.
 func (m *Masker) mask(ctx context.Context, v any, ptr string, out *audit.Arguments) (any, error) {
@@ -125,7 +177,7 @@ func (m *Masker) mask(ctx context.Context, v any, ptr string, out *audit.Argumen
 		c := make(map[string]any, len(x))
 		for k, e := range x {
 			p := ptr + "/" + escape(k)
-			if m.keys[strings.ToLower(k)] && e != nil {
+			if e != nil && (m.keys[strings.ToLower(k)] || SecretName(k)) {
 				c[k] = MaskedMarker
 				out.Masked = append(out.Masked, p)
 				continue
@@ -137,32 +189,71 @@ func (m *Masker) mask(ctx context.Context, v any, ptr string, out *audit.Argumen
 		}
 		return c, nil
 	case []any:
+		named := argv(x) // the words of a command, masked together
 		c := make([]any, len(x))
 		for i, e := range x {
+			p := ptr + "/" + strconv.Itoa(i)
 			var err error
-			if c[i], err = m.mask(ctx, e, ptr+"/"+strconv.Itoa(i), out); err != nil {
+			if named != nil {
+				c[i], err = m.scan(ctx, named[i], named[i] != e, p, out)
+			} else {
+				c[i], err = m.mask(ctx, e, p, out)
+			}
+			if err != nil {
 				return nil, err
 			}
 		}
 		return c, nil
 	case string:
-		if m.scanner == nil {
-			return x, nil
+		nv := maskValue(x, 0)
+		return m.scan(ctx, nv, nv != x, ptr, out)
+	}
+	return v, nil
+}
+
+// argv returns the elements of a, when they are two or more strings, with
+// the secrets maskArgv finds masked; nil otherwise.
+func argv(a []any) []string {
+	if len(a) < 2 {
+		return nil
+	}
+	vals := make([]string, len(a))
+	for i, e := range a {
+		s, ok := e.(string)
+		if !ok {
+			return nil
 		}
-		o, err := m.scanner.Scan(ctx, x)
+		vals[i] = s
+	}
+	if nv := maskArgv(vals, 0); nv != nil {
+		vals = nv
+	}
+	for i, v := range vals {
+		vals[i] = maskText(v)
+	}
+	return vals
+}
+
+// scan runs the detectors over s (masked already when changed) and returns
+// what the log keeps, adding ptr to out when that is not the argument.
+func (m *Masker) scan(ctx context.Context, s string, changed bool, ptr string, out *audit.Arguments) (any, error) {
+	if m.scanner != nil {
+		o, err := m.scanner.Scan(ctx, s)
 		if err != nil {
 			return nil, err
 		}
 		if o.Changed() {
-			out.Masked = append(out.Masked, ptr)
+			changed = true
+			s = o.Text
 			if o.Withheld {
-				return MaskedMarker, nil
+				s = MaskedMarker
 			}
-			return o.Text, nil
 		}
-		return x, nil
 	}
-	return v, nil
+	if changed {
+		out.Masked = append(out.Masked, ptr)
+	}
+	return s, nil
 }
 
 // shortenLongest replaces the longest string in v (of at least 32 bytes) by

@@ -17,6 +17,7 @@ func BenchmarkMask(b *testing.B) {
 	for _, c := range []struct{ name, args string }{
 		{"read_file", `{"path":"src/main.go"}`},
 		{"shell", `{"command":"go test ./... && git diff --stat HEAD~1","cwd":"src"}`},
+		{"shell_with_secrets", `{"command":"mysql -u root -phunter2 -e 'select 1' && curl -H 'Authorization: Bearer abc' https://u:pw@x/y","cwd":"src"}`},
 		{"write_file_4KB", `{"path":"src/a.go","content":"` + strings.Repeat("func f() { return }\\n", 200) + `"}`},
 	} {
 		b.Run(c.name, func(b *testing.B) {

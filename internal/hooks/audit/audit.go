@@ -266,6 +266,7 @@ type AuditLog struct { //nolint:revive // named after the hook "AuditLog" (its N
 	sink Sink
 	now  func() time.Time
 	args func(context.Context, *hooks.Call) *Arguments // the decision log; nil when off
+	mask func(context.Context, string) string          // masks reasons; nil when off
 	// ids holds the CallID of each call between BeforeTool and After.
 	ids sync.Map // *hooks.Call -> string
 }
@@ -277,6 +278,14 @@ var (
 
 // Option configures an AuditLog.
 type Option func(*AuditLog)
+
+// WithReasonMask passes the reason of every decision a record holds
+// (denial, warnings, ask, withheld) through mask, which replaces the
+// secrets a reason may quote from the arguments (a denied command line).
+// nil masks nothing.
+func WithReasonMask(mask func(context.Context, string) string) Option {
+	return func(a *AuditLog) { a.mask = mask }
+}
 
 // WithDecisionLog adds to each call's record (PhaseCompleted) the
 // arguments args returns for it: the decision log. Nil leaves them out.
@@ -313,7 +322,7 @@ func (a *AuditLog) Before(context.Context, *hooks.Call) (hooks.Verdict, error) {
 // its tool runs, and returns the sink's error, which denies the call.
 func (a *AuditLog) BeforeTool(ctx context.Context, call *hooks.Call, res *hooks.Result) error {
 	id := newCallID()
-	r := a.record(call, res)
+	r := a.record(ctx, call, res)
 	r.Phase, r.CallID, r.Outcome = PhaseStarted, id, hooks.StatusAllowed
 	r.TraceID = traceID(ctx)
 	if err := a.sink.Emit(ctx, r); err != nil {
@@ -334,7 +343,7 @@ func (a *AuditLog) After(ctx context.Context, call *hooks.Call, res *hooks.Resul
 
 // TryAfter emits the call's record and returns the sink's error.
 func (a *AuditLog) TryAfter(ctx context.Context, call *hooks.Call, res *hooks.Result) error {
-	r := a.record(call, res)
+	r := a.record(ctx, call, res)
 	r.TraceID = traceID(ctx)
 	if a.args != nil {
 		r.Arguments = a.args(ctx, call)
@@ -375,7 +384,7 @@ func newCallID() string {
 }
 
 // record builds the record of a completed call.
-func (a *AuditLog) record(call *hooks.Call, res *hooks.Result) Record {
+func (a *AuditLog) record(ctx context.Context, call *hooks.Call, res *hooks.Result) Record {
 	r := Record{
 		Time:           a.now(),
 		Tool:           call.Tool,
@@ -412,6 +421,16 @@ func (a *AuditLog) record(call *hooks.Call, res *hooks.Result) Record {
 	for _, f := range res.Filtering {
 		f.Findings = slices.Clone(f.Findings)
 		r.Filtering = append(r.Filtering, f)
+	}
+	if a.mask != nil {
+		for _, d := range []*hooks.Decision{r.Denial, r.Ask, r.Withheld} {
+			if d != nil {
+				d.Reason = a.mask(ctx, d.Reason)
+			}
+		}
+		for i := range r.Warnings {
+			r.Warnings[i].Reason = a.mask(ctx, r.Warnings[i].Reason)
+		}
 	}
 	return r
 }

@@ -126,7 +126,7 @@ func TestAuditLogWritesExactlyOneRecordPerCall(t *testing.T) {
 				"outcome": "denied",
 				"denial": map[string]any{"allowed": false, "hook": "Autonomy",
 					"policy": map[string]any{"kind": "AutonomyPolicy", "namespace": "team-a", "name": "strict"},
-					"rule":   "readonly", "reason": "write_file mutates and the mode is readonly", "enforcementAction": "Deny"},
+					"rule":   "readonly", "reason": "write_file mutates and the mode is readonly", "enforcementAction": "Deny", "layer": "static"},
 				"durationMs":   float64(0),
 				"resultLength": float64(len(hooks.DenialText + "Autonomy")),
 			},
@@ -147,7 +147,7 @@ func TestAuditLogWritesExactlyOneRecordPerCall(t *testing.T) {
 			name: "a warn-mode denial is recorded as a warning on a succeeded call",
 			tool: "search", args: secretArgs,
 			want: map[string]any{"outcome": "succeeded", "warnings": []any{map[string]any{"allowed": false,
-				"hook": "Budget", "rule": "maxToolCalls", "reason": "Budget of 10 calls used", "enforcementAction": "Warn"}}},
+				"hook": "Budget", "rule": "maxToolCalls", "reason": "Budget of 10 calls used", "enforcementAction": "Warn", "layer": "static"}}},
 			absent: []string{"denial"},
 		},
 		{
@@ -413,5 +413,38 @@ func TestMemoryKeepsEveryRecordAndHandsOutCopies(t *testing.T) {
 	recs[0].Tool = "changed"
 	if m.Records()[0].Tool == "changed" {
 		t.Error("Records returned the memory's own slice, not a copy")
+	}
+}
+
+// TestAuditLogMasksReasons: WithReasonMask rewrites the reason of every
+// decision a record holds, in the decision record and the call's record,
+// and leaves the result's decisions (the caller's answer) as they are.
+func TestAuditLogMasksReasons(t *testing.T) {
+	var got []audit.Record
+	a := audit.New(audit.SinkFunc(func(_ context.Context, r audit.Record) error {
+		got = append(got, r)
+		return nil
+	}), audit.WithReasonMask(func(_ context.Context, s string) string { return strings.ReplaceAll(s, "hunter2", "[MASKED]") }))
+	call := hooks.NewCall("shell", `{"command":"x"}`)
+	res := &hooks.Result{Status: hooks.StatusDenied,
+		Denial:   &hooks.Decision{Hook: "h", Rule: "r", Reason: `Shell command "x --password=hunter2" is not allowed`},
+		Warnings: []hooks.Decision{{Hook: "w", Reason: "w hunter2"}}, Ask: &hooks.Decision{Reason: "a hunter2"},
+		Withheld: &hooks.Decision{Reason: "h hunter2"}}
+	if err := a.BeforeTool(context.Background(), call, res); err != nil {
+		t.Fatal(err)
+	}
+	a.After(context.Background(), call, res)
+	if len(got) != 2 {
+		t.Fatalf("%d records, want 2", len(got))
+	}
+	for _, r := range got {
+		for _, d := range []*hooks.Decision{r.Denial, &r.Warnings[0], r.Ask, r.Withheld} {
+			if strings.Contains(d.Reason, "hunter2") || !strings.Contains(d.Reason, "[MASKED]") {
+				t.Errorf("reason %q is not masked", d.Reason)
+			}
+		}
+	}
+	if !strings.Contains(res.Denial.Reason, "hunter2") || !strings.Contains(res.Warnings[0].Reason, "hunter2") {
+		t.Error("the result's own reasons were changed")
 	}
 }

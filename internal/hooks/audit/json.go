@@ -314,6 +314,7 @@ func appendDecision(b []byte, d *hooks.Decision) []byte {
 	b = appendOptional(b, `,"rule":`, d.Rule)
 	b = appendOptional(b, `,"reason":`, d.Reason)
 	b = appendOptional(b, `,"enforcementAction":`, string(d.Action))
+	b = appendOptional(b, `,"layer":`, string(d.Layer))
 	return append(b, '}')
 }
 

@@ -85,7 +85,7 @@ func askVariants(f fixture) []askVariant {
 	forbidOnly.WorkspaceOnly = false
 	noShell := noPaths(closed)
 	noShell.AllowShell = false
-	return []askVariant{
+	variants := []askVariant{
 		{"closed", closed},
 		{"open", open},
 		{"closed without path rules", noPaths(closed)},
@@ -105,6 +105,12 @@ func askVariants(f fixture) []askVariant {
 		{"forbidden globs without workspace-only", forbidOnly},
 		{"shell disabled", noShell},
 	}
+	// The two-pass oracle's deny pass predates protected paths, which
+	// protected_test.go checks on their own.
+	for i := range variants {
+		variants[i].cfg.ProtectedPaths = &ProtectedConfig{Lift: defaultNames()}
+	}
+	return variants
 }
 
 // askPaths are path arguments: the seeds of FuzzResolveStaysInside, the

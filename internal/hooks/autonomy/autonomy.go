@@ -6,7 +6,8 @@
 //
 // The package is split by concern: autonomy.go holds the configuration and
 // the rules' order, globs.go the forbidden-path glob compiler and matcher,
-// paths.go the path checks, shell.go the shell checks, readonly.go the
+// paths.go the path checks, protected.go the protected paths (the default
+// set and what writes), shell.go the shell checks, readonly.go the
 // read-only tool tables, runtime.go the checks of a running tool, and
 // validate.go the pure validation and Build.
 //
@@ -45,9 +46,25 @@
 //     each cd/pushd target, and checked like file paths. Bare words are
 //     included because an existing symlink in the workspace is named by a bare
 //     word; a consequence is that a word equal to a forbidden name (grep
-//     secret ...) is denied. /dev/null, /dev/zero, /dev/random, /dev/urandom,
-//     /dev/tty, /dev/std{in,out,err} and /dev/fd/N are exempt from the
-//     workspace check.
+//     secret ...) is denied. /dev/null, /dev/zero, /dev/random and
+//     /dev/urandom are exempt from the workspace check, and so are, in a
+//     shell word, the command's own streams (/dev/tty, /dev/std{in,out,err},
+//     /dev/fd/0 to 2). Any other path through a process's /proc directory
+//     (/dev/fd/N, /proc/self/fd/N, /proc/<pid>/root, links to them) and, for
+//     a file tool, /dev/tty name no file the check can see and are denied.
+//   - Shell commands are read as the shells read them: a here-document whose
+//     delimiter is quoted in any part is literal; a pattern component that
+//     does not start with a dot matches no name that does unless the
+//     command line may turn on dotglob; ls -R (without -L) and git read the
+//     symlinks beneath their operands as links; a git diff of the work tree
+//     against the index reads only the files the index holds; a plain value
+//     for a build switch or locale (CGO_ENABLED=0 go build) is verifiable;
+//     cd, pushd and popd need no allow-list entry (their targets are checked
+//     and become the base of later words); go's -gcflags, -asmflags and
+//     -ldflags lists are read as option lists (their files checked, flags
+//     not known unverifiable, the linker's -extld and -extar risky).
+//   - apply_patch texts are read in every header form an applier acts on
+//     (see pathguard.PatchPaths); a patch whose names do not read is denied.
 //   - Forbidden globs (doublestar) are matched, for each path, against the raw
 //     value, its lexical absolute form and its real path, and also against
 //     their ancestors (a forbidden directory forbids its contents). An
@@ -56,6 +73,19 @@
 //     starting with ** is used as written; a relative pattern without a slash
 //     (".env", "*.pem", "secret*") matches that name in any directory; a
 //     relative pattern with a slash is anchored at the workspace root.
+//   - Protected paths (protected.go): DefaultProtected, less the entries a
+//     policy lifts, plus the globs it adds, may not be written (created,
+//     renamed over, removed) by any tool or shell line, nor opened for
+//     writing at run time; reading them stays allowed. A path is taken as
+//     written by every tool but the read-only ones (a shell tool's cwd
+//     aside), by every output redirection, and by every word of a command
+//     not known to only read what it names (readerCommands without risky
+//     options; git with a reading subcommand). `git config` that sets a
+//     value writes the repository's (or the global) configuration without
+//     naming it and is denied while that entry is protected. A written
+//     path that cannot be resolved is denied. With only protected paths
+//     (no workspace-only, no forbidden globs) a line that writes nothing
+//     reads no paths for the deny rules.
 //   - Case: when the workspace's file system is detected as case-insensitive
 //     (pathguard probes it), paths and patterns are case-folded before
 //     matching. Resolution itself returns the spelling given for existing
@@ -143,6 +173,9 @@ type Config struct {
 	// Ask names the calls that need a person's approval once every rule
 	// above allowed them.
 	Ask *AskConfig `json:"ask,omitempty"`
+	// ProtectedPaths changes the default protected set (DefaultProtected),
+	// which applies when it is nil: writes to those paths are denied.
+	ProtectedPaths *ProtectedConfig `json:"protectedPaths,omitempty"`
 }
 
 // AskConfig names the calls that need a person's approval: by tool name, by
@@ -180,15 +213,21 @@ type Hook struct {
 	res           *pathguard.Resolver // nil when no workspace root is configured
 	root, real    string              // the workspace root and its real path ("" without one)
 	forbidden     []forbiddenGlob
-	shellAllow    []string
-	toolAllow     []string
-	toolDeny      []string
-	readOnlyTools map[string]bool
-	pathArgs      map[string][]string
-	fold          bool
-	dialects      shellcheck.Dialect
-	names         []string              // exact tool names the configuration names
-	subjects      *hooks.SubjectMatcher // nil binds every call
+	// protected are the globs no path written may match (exact forms, see
+	// ProtectedEntry); protectsGitConfig the git configuration entries
+	// among them, which `git config` writes without naming them.
+	protected         []forbiddenGlob
+	protectsGitConfig []string
+	allowGitPrograms  bool
+	shellAllow        []string
+	toolAllow         []string
+	toolDeny          []string
+	readOnlyTools     map[string]bool
+	pathArgs          map[string][]string
+	fold              bool
+	dialects          shellcheck.Dialect
+	names             []string              // exact tool names the configuration names
+	subjects          *hooks.SubjectMatcher // nil binds every call
 	// The ask rules (see askState): asks is set when there is any.
 	asks        bool
 	askTools    []toolPattern
@@ -275,6 +314,9 @@ func (h *Hook) compile(cfg Config) error {
 			return err
 		}
 		h.forbidden = append(h.forbidden, g)
+	}
+	if err := h.compileProtected(cfg.ProtectedPaths); err != nil {
+		return err
 	}
 	for _, p := range cfg.AllowedShellCommands {
 		if err := checkCommandPattern("allowedShellCommands", p); err != nil {
@@ -473,7 +515,10 @@ func (h *Hook) check(ctx context.Context, call *hooks.Call, st *askState) hooks.
 			return v
 		}
 	}
-	pathChecks := h.workspaceOnly || len(h.forbidden) > 0
+	// writes: the call's paths may be written (protected paths are checked
+	// for it): any tool but a read-only one, and not a shell tool's cwd.
+	writes := h.res != nil && len(h.protected) > 0 && shellKind == notShell && !readOnlyTools[lower] && !h.readOnlyTools[lower]
+	pathChecks := h.workspaceOnly || len(h.forbidden) > 0 || writes
 	// denyReads: the deny rules read the call's paths (and their failures
 	// deny); else only the ask rules may read them.
 	denyReads := pathChecks || shellKind != notShell
@@ -499,7 +544,7 @@ func (h *Hook) check(ctx context.Context, call *hooks.Call, st *askState) hooks.
 		}
 		st.walkOnly(!denyReads)
 		for _, p := range paths {
-			real, v, ok := h.checkPath(m, p, "", st, "")
+			real, v, ok := h.checkPath(m, p, "", st, "", writes)
 			if !ok {
 				if denyReads {
 					return v
@@ -538,8 +583,12 @@ func (h *Hook) checkPatch(m *pathguard.Memo, call *hooks.Call, lower string, ask
 		if !ok || pathguard.IsPathKey(k, h.pathArgs[lower]) {
 			continue
 		}
-		for _, p := range pathguard.PatchFiles(text) {
-			if _, v, ok := h.checkPath(m, p, "", st, ""); !ok {
+		files, err := pathguard.PatchPaths(text)
+		if err != nil {
+			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The patch in argument %q of %q cannot be checked: %v.", k, call.Tool, err))
+		}
+		for _, p := range files {
+			if _, v, ok := h.checkPath(m, p, "", st, "", true); !ok {
 				return v
 			}
 		}

@@ -116,3 +116,37 @@ func BenchmarkAutonomyShellPipelineInExecutor(b *testing.B) {
 func BenchmarkAutonomyShellPipelineAskNoMatchInExecutor(b *testing.B) {
 	benchBeforeInExecutor(b, benchAskHook(b), hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo | wc -l"}`))
 }
+
+// benchProtected runs call under benchHook with the default protected set
+// and with every entry lifted: the difference is what protection costs.
+func benchProtected(b *testing.B, call *hooks.Call) {
+	b.Run("protected", func(b *testing.B) { benchBefore(b, benchHook(b), call) })
+	b.Run("lifted", func(b *testing.B) {
+		cfg := benchConfig(b)
+		cfg.ProtectedPaths = &ProtectedConfig{Lift: defaultNames()}
+		benchBefore(b, newHook(b, cfg), call)
+	})
+}
+
+func BenchmarkAutonomyWriteFile(b *testing.B) {
+	benchProtected(b, hooks.NewCall("write_file", `{"path":"src/pkg/sub/x.go","content":"package sub"}`))
+}
+
+func BenchmarkAutonomyShellRedirect(b *testing.B) {
+	benchProtected(b, hooks.NewCall("shell", `{"command":"cat src/a.go | grep foo > notes.txt"}`))
+}
+
+// BenchmarkProtectedMatch is the matching a written path adds: its forms
+// against the compiled default set (no file system access).
+func BenchmarkProtectedMatch(b *testing.B) {
+	h := newHook(b, Config{WorkspaceRoot: b.TempDir()})
+	var pf pathForms
+	p := h.root + "/src/pkg/sub/x.go"
+	h.forms(&pf, "src/pkg/sub/x.go", h.root, p)
+	b.ReportAllocs()
+	for b.Loop() {
+		if matchGlob(h.protected, &pf) != nil {
+			b.Fatal("matched")
+		}
+	}
+}

@@ -355,7 +355,8 @@ func TestGitContentReadersAreChecked(t *testing.T) {
 
 // TestRecursiveReadersFollowSymlinkedDirectories: -R and friends descend
 // into a symlinked directory, so what it points to is checked too; GNU
-// abbreviations of the recursive options count.
+// abbreviations of the recursive options count. ls -R lists a symlink
+// beneath its operand as a link unless -L makes it follow.
 func TestRecursiveReadersFollowSymlinkedDirectories(t *testing.T) {
 	f, cfg := soundFixture(t)
 	cfg.AllowedShellCommands = append(cfg.AllowedShellCommands, "cp *", "rg *", "tar *")
@@ -378,7 +379,11 @@ func TestRecursiveReadersFollowSymlinkedDirectories(t *testing.T) {
 	requireShellDenied(t, h, []string{
 		"grep -R foo lnk",
 		"grep -r foo lnk",
-		"ls -R lnk",
+		"ls -RL lnk",
+		"ls -R -L lnk",
+		"ls -lLR lnk",
+		"ls -R --dereference lnk",
+		"ls --recur --deref lnk",
 		"find -L lnk",
 		"cp -r lnk docs/copy",
 		"grep -R foo docs",
@@ -386,13 +391,13 @@ func TestRecursiveReadersFollowSymlinkedDirectories(t *testing.T) {
 		"grep --dereference-rec foo lnk",
 		"grep --dir=recurse foo lnk",
 		"grep --directories recurse foo lnk",
-		"ls --recur lnk",
 		"cp --recur lnk docs/copy",
 		"rg foo lnk",
 		"tar --cre -f /dev/null lnk",
 	}...)
+	requireShellAllowed(t, h, "ls -R lnk", "ls --recur lnk", "ls -lR lnk", "ls -R -H lnk", "ls -R --dereference-command-line lnk")
 	if err := os.Remove(filepath.Join(f.ws, "lnk", "s")); err != nil {
 		t.Fatal(err)
 	}
-	requireShellAllowed(t, h, "grep -R foo lnk", "grep -R foo docs", "ls --recur docs")
+	requireShellAllowed(t, h, "grep -R foo lnk", "grep -R foo docs", "ls --recur docs", "ls -RL lnk")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,11 +133,46 @@ func checkShellPath(t *testing.T, ws, cmd, what, p string) {
 	}
 }
 
+// shellFields expands w as the oracle does (mvdan.cc/sh's expand),
+// dropping the names that start with a dot matched by a component of w
+// that does not start with one: expand lets ? and [.] match a leading dot,
+// which neither bash without dotglob nor dash does.
+func shellFields(t *testing.T, ecfg *expand.Config, cmd string, w *syntax.Word) []string {
+	t.Helper()
+	fields, err := expand.Fields(ecfg, w)
+	if err != nil {
+		t.Fatalf("allowed %q, whose word cannot be expanded: %v", cmd, err)
+	}
+	var src strings.Builder
+	if err := syntax.NewPrinter().Print(&src, w); err != nil {
+		return fields
+	}
+	pat := strings.Split(src.String(), "/")
+	var out []string
+	for _, f := range fields {
+		comps := strings.Split(f, "/")
+		keep := true
+		for i, c := range comps {
+			if i < len(pat) && strings.HasPrefix(c, ".") && c != "." && c != ".." &&
+				!strings.HasPrefix(strings.TrimLeft(pat[i], `'"\`), ".") && strings.ContainsAny(pat[i], "?[*") {
+				keep = false
+			}
+		}
+		if keep || len(comps) != len(pat) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func FuzzShellAllowList(f *testing.F) {
 	for _, s := range []string{"ls", "ls src", "cat src/a.go", "git status", "git status; rm -rf /",
 		"ls && cat ../outside/secret", "cat passwd", "echo $(ls)", "ls > /tmp/x", "cat < .env",
 		"ls | cat", "bash -c 'ls'", "cat {.,.}{.,.}/outside/secret", "ls .*", "cat ~/x", "cat 'src/a.go'",
-		"ls -la src 2>&1", "cat src/*.go", "(ls; cat notes.txt) > out.txt", "cat <<EOF\nx\nEOF"} {
+		"ls -la src 2>&1", "cat src/*.go", "(ls; cat notes.txt) > out.txt", "cat <<EOF\nx\nEOF",
+		"cat <<E\"O\"F\n$(cat .env)\nEOF", "cat <<E\"O\"F\nx\\\nEOF\ncat .env\nEOF", "cat ?env", "cat [.]env",
+		"shopt -s dotglob; cat ?env", "ls -R in", "ls -RL in", "cd src && ls", "cd out && ls", "LC_ALL=C ls src",
+		"cat /dev/fd/3", "cat /proc/self/environ", "ls > /dev/stderr"} {
 		f.Add(s)
 	}
 	fx := newFixture(f)
@@ -175,21 +211,47 @@ func FuzzShellAllowList(f *testing.F) {
 				t.Errorf("restoring the working directory: %v", err)
 			}
 		}()
+		var dirs []string
 		syntax.Walk(file, func(n syntax.Node) bool {
+			if r, ok := n.(*syntax.Redirect); ok && (r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc) {
+				// A delimiter quoted in any part makes the body literal in
+				// every shell (the parser looks at its last part only).
+				for _, p := range r.Word.Parts {
+					if l, lit := p.(*syntax.Lit); !lit || strings.Contains(l.Value, `\`) {
+						r.Hdoc = nil
+					}
+				}
+			}
 			switch n := n.(type) {
 			case *syntax.ParamExp, *syntax.CmdSubst, *syntax.ArithmExp, *syntax.ArithmCmd,
 				*syntax.ProcSubst, *syntax.DeclClause, *syntax.LetClause, *syntax.FuncDecl,
 				*syntax.ExtGlob, *syntax.CoprocClause:
 				t.Fatalf("allowed %q, which contains a dynamic %T", cmd, n)
 			case *syntax.CallExpr:
-				if len(n.Assigns) > 0 {
-					t.Fatalf("allowed %q, which assigns variables", cmd)
+				for _, as := range n.Assigns {
+					// Only a plain locale or build switch for the command.
+					v, err := expand.Literal(ecfg, as.Value)
+					if len(n.Args) == 0 || err != nil || as.Append || as.Index != nil || as.Array != nil ||
+						!slices.Contains([]string{"LC_ALL", "LANG", "CGO_ENABLED", "GOOS", "GOARCH", "NO_COLOR"}, as.Name.Value) ||
+						strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:@+-") != "" {
+						t.Fatalf("allowed %q, which assigns variables", cmd)
+					}
 				}
 				fields, err := expand.Fields(ecfg, n.Args...)
 				if err != nil || len(fields) == 0 {
 					t.Fatalf("allowed %q, whose command cannot be expanded: %v", cmd, err)
 				}
 				switch fields[0] {
+				case "cd", "pushd", "popd":
+					// The shell changes directory: the target is a path,
+					// and later relative words are checked from it too.
+					for _, a := range fields[1:] {
+						check(t, cmd, "directory", a)
+						if !strings.HasPrefix(a, "-") {
+							dirs = append(dirs, a)
+						}
+					}
+					return true
 				case "ls", "cat":
 					if len(fields) == 1 {
 						t.Fatalf("allowed %q: bare %s is not in the allow-list", cmd, fields[0])
@@ -201,8 +263,15 @@ func FuzzShellAllowList(f *testing.F) {
 				default:
 					t.Fatalf("allowed %q, which runs %q", cmd, fields[0])
 				}
-				for _, a := range fields[1:] {
-					check(t, cmd, "argument", a)
+				for _, w := range n.Args[1:] {
+					for _, a := range shellFields(t, ecfg, cmd, w) {
+						check(t, cmd, "argument", a)
+						for _, d := range dirs {
+							if !strings.HasPrefix(a, "/") && !strings.HasPrefix(a, "~") && !strings.HasPrefix(d, "~") {
+								check(t, cmd, "argument", filepath.Join(d, a))
+							}
+						}
+					}
 				}
 			case *syntax.Redirect:
 				switch n.Op {
@@ -213,10 +282,18 @@ func FuzzShellAllowList(f *testing.F) {
 				if err != nil || len(fields) != 1 {
 					t.Fatalf("allowed %q, whose redirection cannot be expanded: %v", cmd, err)
 				}
+				if fields = shellFields(t, ecfg, cmd, n.Word); len(fields) == 0 {
+					return true
+				}
 				if (n.Op == syntax.DplIn || n.Op == syntax.DplOut) && strings.Trim(fields[0], "0123456789-") == "" {
 					return true
 				}
 				check(t, cmd, "redirection", fields[0])
+				for _, d := range dirs {
+					if !strings.HasPrefix(fields[0], "/") && !strings.HasPrefix(fields[0], "~") && !strings.HasPrefix(d, "~") {
+						check(t, cmd, "redirection", filepath.Join(d, fields[0]))
+					}
+				}
 			}
 			return true
 		})

@@ -13,6 +13,7 @@ import (
 // forbiddenGlob is one configured forbidden-path pattern, compiled.
 type forbiddenGlob struct {
 	pattern string         // as configured, for messages
+	entry   string         // the DefaultProtected entry it comes from, if any
 	forms   []compiledForm // doublestar patterns for the path itself and for what lies under it
 }
 
@@ -101,8 +102,15 @@ var _ hooks.Hook = (*Hook)(nil)
 
 // matched against paths (see the package doc).
 func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
+	return h.compileGlob("forbiddenPathGlobs", p, false)
+}
+
+// compileGlob compiles the pattern p of the field named field: anchored
+// as the package doc says and, unless exact, also covering everything
+// under what it matches.
+func (h *Hook) compileGlob(field, p string, exact bool) (forbiddenGlob, error) {
 	if p == "" || strings.IndexByte(p, 0) >= 0 || !doublestar.ValidatePattern(p) {
-		return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, hooks.ErrInvalidGlob)
+		return forbiddenGlob{}, fmt.Errorf("%s pattern %q: %w", field, p, hooks.ErrInvalidGlob)
 	}
 	trimmed := strings.TrimSuffix(p, "/")
 	if trimmed == "" {
@@ -123,7 +131,7 @@ func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
 		forms = append(forms, "**/"+trimmed)
 	default:
 		if h.root == "" {
-			return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q is relative but no workspace root is set: %w", p, hooks.ErrInvalidPath)
+			return forbiddenGlob{}, fmt.Errorf("%s pattern %q is relative but no workspace root is set: %w", field, p, hooks.ErrInvalidPath)
 		}
 		forms = append(forms, escapeGlob(h.root)+"/"+trimmed)
 		if h.real != h.root {
@@ -145,9 +153,12 @@ func (h *Hook) compileForbidden(p string) (forbiddenGlob, error) {
 		if base != "" && base != "**" {
 			variants = append(variants, base)
 		}
+		if exact {
+			variants = []string{f}
+		}
 		for _, v := range variants {
 			if !doublestar.ValidatePattern(v) {
-				return forbiddenGlob{}, fmt.Errorf("forbiddenPathGlobs pattern %q: %w", p, hooks.ErrInvalidGlob)
+				return forbiddenGlob{}, fmt.Errorf("%s pattern %q: %w", field, p, hooks.ErrInvalidGlob)
 			}
 			lit := requiredLiteral(v)
 			newLit := len(all) == 0 || all[len(all)-1].literal != lit
@@ -210,6 +221,14 @@ func (h *Hook) forms(pf *pathForms, raw, base, real string) {
 
 // matchGlobs returns the first of globs that one of the forms pf matches.
 func matchGlobs(globs []forbiddenGlob, pf *pathForms) (string, bool) {
+	if g := matchGlob(globs, pf); g != nil {
+		return g.pattern, true
+	}
+	return "", false
+}
+
+// matchGlob returns the first of globs that one of the forms pf matches, or nil.
+func matchGlob(globs []forbiddenGlob, pf *pathForms) *forbiddenGlob {
 	cands, sets := pf.cands[:pf.n], &pf.sets
 	for gi := range globs {
 		g := &globs[gi]
@@ -239,12 +258,12 @@ func matchGlobs(globs []forbiddenGlob, pf *pathForms) (string, bool) {
 					}
 				}
 				if doublestar.MatchUnvalidated(f.glob, c) {
-					return g.pattern, true
+					return g
 				}
 			}
 		}
 	}
-	return "", false
+	return nil
 }
 
 // hasPrefix is strings.HasPrefix comparing the prefix's last byte first: a

@@ -229,6 +229,15 @@ var oracleSeeds = []string{
 	"awk '{getline l < \".env\"; print l}' src/a.go", "awk 'BEGIN{system(\"id\")}'", "awk '{print > \".env\"}' src/a.go",
 	"find src -name '*.go'", "find . -name x", "find -L docs", "cp -r src docs/copy", "cp --recur config docs/c",
 	"grep --recur SECRET .", "grep --dir=recurse SECRET config", "ls --recur", "du -a config", "du -a docs",
+	// A leading dot is matched only by a dot: none of these names .env.
+	"cat ?env", "cat [.]env", "cat config/?env", "cat */?env", "cat [!a]env", "cat *env", "cat config/*env",
+	"cat [[:punct:]]env", "cat ?[e]nv", "cat ?env 2>/dev/null", "cat .?nv", "cat config/.*",
+	// Recursive listers that do not follow links.
+	"ls -R src", "ls -R config", "ls -lR docs", "ls -RL docs", "ls -R out",
+	// Here-documents with delimiters quoted in part are literal text.
+	"cat <<E\"O\"F\n$(cat .env)\nEOF", "cat <<E\\OF\n`cat secrets/key`\nEOF", "cat <<-E'O'F\n\t$(cat .env)\n\tEOF",
+	"cat <<E\"O\"F\nx\\\nEOF\ncat .env\nEOF", "cat <<EOF\n$(cat .env)\nEOF",
+	"echo x >/dev/stderr", "echo x > /dev/fd/2", "cat /dev/fd/3 3<.env", "cat /proc/self/fd/0 < .env",
 }
 
 // TestOracleCatchesViolations checks the oracle itself: commands that

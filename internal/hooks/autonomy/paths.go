@@ -24,23 +24,37 @@ func isCwdKey(args map[string]any, p string) bool {
 // workspaceOnly and the forbidden globs; with st it matches the ask path
 // globs too (see askState). cmd is the shell command whose word p is, if
 // any: a match's reason names it, as shellVerdict names it in a denial's.
-func (h *Hook) checkPath(m *pathguard.Memo, p, base string, st *askState, cmd string) (string, hooks.Verdict, bool) {
+// With write, the path may be written and the protected globs apply too.
+func (h *Hook) checkPath(m *pathguard.Memo, p, base string, st *askState, cmd string, write bool) (string, hooks.Verdict, bool) {
 	if h.res == nil {
 		return "", hooks.Allow, true
 	}
 	if base == "" {
 		base = h.res.Real
 	}
-	real, err := h.res.ResolveFromMemo(m, base, p)
-	if err != nil {
-		return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Path %q cannot be resolved safely: %v.", p, err)), false
+	// A shell word naming the command's own streams is the shell's
+	// business (its redirections are checked); any other path through a
+	// process's descriptors fails to resolve (pathguard.ErrProcessPath).
+	shellWord := cmd != ""
+	real := p
+	if !shellWord || !shellStream(p) {
+		if !shellWord && p == "/dev/tty" {
+			return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf(
+				"Path %q names the controlling terminal of the process that opens it, not a file.", p)), false
+		}
+		var err error
+		real, err = h.res.ResolveFromMemo(m, base, p)
+		if err != nil {
+			return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Path %q cannot be resolved safely: %v.", p, err)), false
+		}
 	}
-	if h.workspaceOnly && !h.res.Within(real) && !safeDevice(p) {
+	if h.workspaceOnly && !h.res.Within(real) && !safeDevice(p, shellWord) {
 		return "", hooks.Deny(RuleWorkspaceOnly, fmt.Sprintf(
 			"Path %q resolves to %q, outside the workspace %q.", p, real, h.res.Real)), false
 	}
 	ask := h.askingPaths(st)
-	if len(h.forbidden) == 0 && !ask {
+	protect := write && len(h.protected) > 0
+	if len(h.forbidden) == 0 && !ask && !protect {
 		return real, hooks.Allow, true
 	}
 	var pf pathForms
@@ -49,6 +63,11 @@ func (h *Hook) checkPath(m *pathguard.Memo, p, base string, st *askState, cmd st
 		return hooks.Deny(RuleForbiddenPaths, fmt.Sprintf("Path %q (real path %q) matches the forbidden path glob %q.", p, real, g))
 	}); stop {
 		return "", v, false
+	}
+	if protect {
+		if g := matchGlob(h.protected, &pf); g != nil {
+			return "", protectedDenial(p, real, g), false
+		}
 	}
 	return real, hooks.Allow, true
 }
@@ -77,14 +96,24 @@ func (h *Hook) matchPathGlobs(pf *pathForms, st *askState, cmd string, denial fu
 	return hooks.Allow, false
 }
 
-// safeDevice reports whether p is a device file every shell uses harmlessly.
-func safeDevice(p string) bool {
+// safeDevice reports whether p is a device file used harmlessly, outside
+// the workspace: /dev/null and the random and zero devices, and in a shell
+// word also its own streams (shellStream).
+func safeDevice(p string, shellWord bool) bool {
 	switch p {
-	case "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty",
-		"/dev/stdin", "/dev/stdout", "/dev/stderr":
+	case "/dev/null", "/dev/zero", "/dev/random", "/dev/urandom":
 		return true
 	}
-	if rest, ok := strings.CutPrefix(p, "/dev/fd/"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+	return shellWord && shellStream(p)
+}
+
+// shellStream reports whether p names a shell command's own terminal or
+// standard streams (/dev/tty, /dev/stdin, /dev/stdout, /dev/stderr,
+// /dev/fd/0 to 2): the streams the tool gives the command, not files.
+// Other descriptors may be inherited from whoever runs the shell.
+func shellStream(p string) bool {
+	switch p {
+	case "/dev/tty", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/fd/0", "/dev/fd/1", "/dev/fd/2":
 		return true
 	}
 	return false

@@ -5,10 +5,14 @@ import (
 	"fmt"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/hooks/pathguard"
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
 
-var _ hooks.RuntimeGuard = (*Hook)(nil)
+var (
+	_ hooks.RuntimeGuard    = (*Hook)(nil)
+	_ hooks.SystemPathGuard = (*Hook)(nil)
+)
 
 // CheckExec allows a call the subjects do not bind. For one they bind it
 // re-checks, while a shell tool runs, one command it is about to start: the
@@ -29,7 +33,7 @@ func (h *Hook) CheckExec(_ context.Context, call *hooks.Call, dir string, env, a
 	}
 	var bases []string
 	if h.res != nil {
-		real, v, ok := h.checkPath(nil, dir, "", nil, "")
+		real, v, ok := h.checkPath(nil, dir, "", nil, "", false)
 		if !ok {
 			return runtimeVerdict(v, cmd)
 		}
@@ -40,18 +44,43 @@ func (h *Hook) CheckExec(_ context.Context, call *hooks.Call, dir string, env, a
 
 // CheckOpen allows a call the subjects do not bind. For one they bind it
 // re-checks a file a tool is about to open with the path rules
-// (workspace-only, forbidden globs); in readonly mode nothing is opened for
-// writing.
-func (h *Hook) CheckOpen(_ context.Context, call *hooks.Call, path string, write bool) hooks.Verdict {
+// (workspace-only, forbidden globs, and for writing the protected globs);
+// in readonly mode nothing is opened for writing.
+func (h *Hook) CheckOpen(ctx context.Context, call *hooks.Call, path string, write bool) hooks.Verdict {
 	if !h.subjects.Matches(call) {
 		return hooks.Allow
 	}
 	if write && h.readOnly {
 		return hooks.Deny(RuleReadOnly, fmt.Sprintf("Tool %q tried to open %q for writing and the mode is readonly.", call.Tool, path))
 	}
-	if _, v, ok := h.checkPath(nil, path, "", nil, ""); !ok {
+	if _, v, ok := h.checkPath(pathguard.RealPathsMemo(ctx), path, "", nil, "", write); !ok {
 		v.Reason = "At run time: " + v.Reason
 		return v
+	}
+	return hooks.Allow
+}
+
+// CheckSystemPath allows a call the subjects do not bind. For one they bind
+// it decides whether the programs a tool starts may read a system path
+// they need (the loader's files, libraries, /usr): with the forbidden globs
+// only, since workspaceOnly keeps tools, not the system those programs run
+// on, out.
+func (h *Hook) CheckSystemPath(_ context.Context, call *hooks.Call, path string) hooks.Verdict {
+	if !h.subjects.Matches(call) || len(h.forbidden) == 0 {
+		return hooks.Allow
+	}
+	real := path
+	if h.res != nil {
+		r, err := h.res.ResolveFromMemo(nil, "/", path)
+		if err != nil {
+			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("System path %q cannot be resolved safely: %v.", path, err))
+		}
+		real = r
+	}
+	var pf pathForms
+	h.forms(&pf, path, "/", real)
+	if g, ok := matchGlobs(h.forbidden, &pf); ok {
+		return hooks.Deny(RuleForbiddenPaths, fmt.Sprintf("System path %q (real path %q) matches the forbidden path glob %q.", path, real, g))
 	}
 	return hooks.Allow
 }

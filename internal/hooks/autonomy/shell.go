@@ -86,18 +86,31 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string, st *a
 	if v := h.checkCommandNames(an, cmd, st); !v.Allowed {
 		return v
 	}
+	if len(h.protectsGitConfig) > 0 {
+		if v := h.checkGitConfig(an, cmd); !v.Allowed {
+			return v
+		}
+	}
 	if len(an.Unverifiable) > 0 && !h.allowAll {
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
 			"Shell command %q cannot be checked statically: %s.", short(cmd), an.Unverifiable[0]))
 	}
 	switch {
 	case h.res == nil:
+		return hooks.Allow
 	case h.workspaceOnly || len(h.forbidden) > 0:
-		return h.checkCommandPaths(m, an, cmd, bases, h.allowAll, st)
-	case h.askingPaths(st):
+		return h.checkCommandPaths(m, an, cmd, bases, h.allowAll, st, false)
+	}
+	if len(h.protected) > 0 && writesAny(an) {
+		// Only the paths the line may write are read for the deny rules.
+		if v := h.checkCommandPaths(m, an, cmd, bases, h.allowAll, nil, true); !v.Allowed {
+			return v
+		}
+	}
+	if h.askingPaths(st) {
 		// Only the ask rules read the paths: what would deny asks.
 		st.walkOnly(true)
-		v := h.checkCommandPaths(m, an, cmd, bases, true, st)
+		v := h.checkCommandPaths(m, an, cmd, bases, true, st, false)
 		st.walkOnly(false)
 		if !v.Allowed {
 			st.set(v)
@@ -109,14 +122,16 @@ func (h *Hook) checkCommand(m *pathguard.Memo, cmd string, bases []string, st *a
 // checkCommandPaths checks the paths of an analysed command line: its
 // working directories, words and redirection targets, resolved against
 // each base. allowAll keeps the first maxBases bases of a command that
-// changes directory too often instead of denying it.
+// changes directory too often instead of denying it. writesOnly checks
+// only the words and redirections that may write (for the protected paths
+// of a policy whose other rules read no paths).
 func (h *Hook) checkCommandPaths(m *pathguard.Memo, an *shellcheck.Analysis, cmd string, bases []string, allowAll bool,
-	st *askState) hooks.Verdict {
+	st *askState, writesOnly bool) hooks.Verdict {
 	// Working directories: the tool's, plus every cd/pushd target.
 	for _, d := range an.Dirs {
 		n := len(bases)
 		for _, b := range bases[:n] {
-			real, v, ok := h.checkPath(m, d, b, st, "")
+			real, v, ok := h.checkPath(m, d, b, st, "", false)
 			if !ok {
 				return v
 			}
@@ -132,17 +147,31 @@ func (h *Hook) checkCommandPaths(m *pathguard.Memo, an *shellcheck.Analysis, cmd
 	}
 	for _, b := range bases {
 		for _, w := range an.Words {
-			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, b, cmd, st); !v.Allowed {
+			// A protected path a word names is checked unless its command
+			// only reads what it names.
+			write := len(h.protected) > 0 && wordWrites(an, w.Command)
+			if writesOnly && !write {
+				continue
+			}
+			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, an.DotGlob, b, cmd, st, write); !v.Allowed {
 				return v
 			}
-			if w.Recursive {
+			// The trees beneath a recursive operand are not walked for
+			// protected entries: what a copy writes there is what already
+			// was protected (agents cannot have written it), and what is
+			// removed runs nothing; writing it again is checked.
+			if w.Recursive && !writesOnly {
 				if v := h.checkBeneath(m, w, b, cmd, st); !v.Allowed {
 					return v
 				}
 			}
 		}
 		for _, r := range an.Redirects {
-			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, b, cmd, st); !v.Allowed {
+			write := strings.IndexByte(r.Op, '>') >= 0
+			if writesOnly && !write {
+				continue
+			}
+			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, an.DotGlob, b, cmd, st, write); !v.Allowed {
 				return v
 			}
 		}
@@ -158,7 +187,7 @@ func (h *Hook) checkCommandNames(an *shellcheck.Analysis, cmd string, st *askSta
 		if st.open() {
 			h.askCommand(c.Text, st)
 		}
-		if !h.commandAllowed(c.Text) {
+		if !h.commandAllowed(c.Text) && !changesDirOnly(c) {
 			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
 				"Shell command %q is not allowed by allowedShellCommands.", c.Text))
 		}
@@ -175,6 +204,18 @@ func (h *Hook) checkCommandNames(an *shellcheck.Analysis, cmd string, st *askSta
 	return hooks.Allow
 }
 
+// changesDirOnly reports whether c is the cd, pushd or popd builtin run by
+// the shell itself with static arguments: it starts no program, and the
+// directory it changes to is checked as a path (shellcheck.Analysis.Dirs)
+// and becomes a base of the words after it, so it needs no allow-list entry.
+func changesDirOnly(c shellcheck.Command) bool {
+	switch c.Name {
+	case "cd", "pushd", "popd":
+		return !c.Wrapped && !c.Dynamic
+	}
+	return false
+}
+
 // askCommand matches one command's text against the ask commands.
 func (h *Hook) askCommand(text string, st *askState) {
 	for _, p := range h.askCommands {
@@ -186,18 +227,20 @@ func (h *Hook) askCommand(text string, st *askState) {
 }
 
 // checkWord checks one shell word and, for a glob, everything it can
-// expand to (shellcheck.Expand).
-func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, cmd string, st *askState) hooks.Verdict {
+// expand to (shellcheck.Expand); dotGlob says the command line may make
+// patterns match names that start with a dot (shellcheck.Analysis.DotGlob);
+// with write, as paths that may be written.
+func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext, dotGlob bool, base, cmd string, st *askState, write bool) hooks.Verdict {
 	if value == "" {
 		return hooks.Allow
 	}
-	if _, v, ok := h.checkPath(m, value, base, st, cmd); !ok {
+	if _, v, ok := h.checkPath(m, value, base, st, cmd, write); !ok {
 		return shellVerdict(v, cmd)
 	}
 	if glob == "" {
 		return hooks.Allow
 	}
-	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold}
+	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold, HideDots: !dotGlob, DotGlob: dotGlob}
 	if strings.HasPrefix(glob, "~") {
 		home, err := homeDir()
 		if err != nil {
@@ -213,8 +256,8 @@ func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, 
 	}
 	// The shell reads the names of every directory the pattern searches:
 	// those directories are touched as much as the names it finds.
-	for _, match := range append(listed, matches...) {
-		if _, v, ok := h.checkPath(m, match, base, st, cmd); !ok {
+	for i, match := range append(listed, matches...) {
+		if _, v, ok := h.checkPath(m, match, base, st, cmd, write && i >= len(listed)); !ok {
 			return shellVerdict(v, cmd)
 		}
 	}
@@ -279,16 +322,16 @@ const maxBeneath = 20000
 // checkBeneath checks everything beneath the directory w names (a
 // recursive reader's operand), following symlinked directories: each entry
 // must pass the forbidden globs and, for symlinks, the workspace check on
-// its target. For git, .git directories are skipped and a revision (a word
-// naming no file) stands for the whole repository. A tree too large to walk
-// is denied.
+// its target. For git, .git directories are skipped and a
+// revision (a word naming no file) stands for the whole repository. A tree
+// too large to walk is denied.
 func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd string, st *askState) hooks.Verdict {
-	real, v, ok := h.checkPath(m, w.Value, base, st, cmd)
+	real, v, ok := h.checkPath(m, w.Value, base, st, cmd, false)
 	if !ok {
 		return shellVerdict(v, cmd)
 	}
 	fi, err := os.Stat(real)
-	if err != nil && w.MaybeRevision {
+	if w.WholeRepo || (err != nil && w.MaybeRevision) {
 		from := base
 		if from == "" {
 			from = h.res.Real
@@ -300,8 +343,12 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 		return hooks.Allow // a file (checked) or nothing to descend into
 	}
 	var deny *hooks.Verdict
-	err = pathguard.WalkTree(real, maxBeneath, w.Git, func(p string) (string, error) {
-		target, v, ok := h.checkPath(m, p, base, st, cmd)
+	var entry func(p string) error
+	link := func(p string) (string, error) {
+		if w.NoFollow {
+			return "", entry(p) // read as a link: its own name is what is touched
+		}
+		target, v, ok := h.checkPath(m, p, base, st, cmd, false)
 		if !ok {
 			deny = &v
 			return "", errBeneathDenied
@@ -310,7 +357,8 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 			return target, nil // -R, -L and find -L descend into it
 		}
 		return "", nil
-	}, func(p string) error {
+	}
+	entry = func(p string) error {
 		ask := h.askingPaths(st)
 		if len(h.forbidden) == 0 && !ask {
 			return nil
@@ -329,7 +377,15 @@ func (h *Hook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd stri
 			return errBeneathDenied
 		}
 		return nil
-	})
+	}
+	if w.IndexOnly {
+		err = walkIndex(real, base, h.res.Real, entry)
+		if errors.Is(err, errNoIndex) {
+			err = pathguard.WalkTree(real, maxBeneath, w.Git, link, entry)
+		}
+	} else {
+		err = pathguard.WalkTree(real, maxBeneath, w.Git, link, entry)
+	}
 	switch {
 	case errors.Is(err, pathguard.ErrTooManyEntries):
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(
@@ -402,4 +458,35 @@ func MatchCommand(pattern, text string) bool {
 		pi++
 	}
 	return pi == len(pattern)
+}
+
+// errNoIndex says walkIndex read no index: the caller walks the tree.
+var errNoIndex = pathguard.ErrIndexUnread
+
+// walkIndex calls entry with each path the index of the repository a git
+// command run in base works on holds beneath dir, as an absolute path:
+// what a git diff of the work tree against the index prints. It returns
+// errNoIndex when the index cannot be read (pathguard.IndexPaths) or dir
+// is not in the repository.
+func walkIndex(dir, base, root string, entry func(p string) error) error {
+	if base == "" {
+		base = root
+	}
+	repo, paths, err := pathguard.IndexPaths(base)
+	if err != nil {
+		return err
+	}
+	if !pathguard.Within(dir, repo) {
+		return fmt.Errorf("%w: %s is outside the repository %s", errNoIndex, dir, repo)
+	}
+	for _, p := range paths {
+		abs := repo + "/" + p
+		if !pathguard.Within(abs, dir) {
+			continue
+		}
+		if err := entry(abs); err != nil {
+			return err
+		}
+	}
+	return nil
 }

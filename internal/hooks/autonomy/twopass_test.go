@@ -114,7 +114,7 @@ func (h *legacyHook) check(ctx context.Context, call *hooks.Call) hooks.Verdict 
 			return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The arguments of %q cannot be checked: %v.", tool, err))
 		}
 		for _, p := range paths {
-			real, v, ok := h.checkPath(m, p, "")
+			real, v, ok := h.checkPath(m, p, "", false)
 			if !ok {
 				return v
 			}
@@ -129,8 +129,12 @@ func (h *legacyHook) check(ctx context.Context, call *hooks.Call) hooks.Verdict 
 			if !ok || pathguard.IsPathKey(k, h.pathArgs[lower]) {
 				continue
 			}
-			for _, p := range pathguard.PatchFiles(text) {
-				if _, v, ok := h.checkPath(m, p, ""); !ok {
+			files, err := pathguard.PatchPaths(text)
+			if err != nil {
+				return hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The patch in argument %q of %q cannot be checked: %v.", k, call.Tool, err))
+			}
+			for _, p := range files {
+				if _, v, ok := h.checkPath(m, p, "", false); !ok {
 					return v
 				}
 			}
@@ -142,18 +146,26 @@ func (h *legacyHook) check(ctx context.Context, call *hooks.Call) hooks.Verdict 
 	return hooks.Allow
 }
 
-func (h *legacyHook) checkPath(m *pathguard.Memo, p, base string) (string, hooks.Verdict, bool) {
+func (h *legacyHook) checkPath(m *pathguard.Memo, p, base string, shellWord bool) (string, hooks.Verdict, bool) {
 	if h.res == nil {
 		return "", hooks.Allow, true
 	}
 	if base == "" {
 		base = h.res.Real
 	}
-	real, err := h.res.ResolveFromMemo(m, base, p)
-	if err != nil {
-		return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Path %q cannot be resolved safely: %v.", p, err)), false
+	real := p
+	if !shellWord || !shellStream(p) {
+		if !shellWord && p == "/dev/tty" {
+			return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf(
+				"Path %q names the controlling terminal of the process that opens it, not a file.", p)), false
+		}
+		var err error
+		real, err = h.res.ResolveFromMemo(m, base, p)
+		if err != nil {
+			return "", hooks.Deny(RuleInvalidArguments, fmt.Sprintf("Path %q cannot be resolved safely: %v.", p, err)), false
+		}
 	}
-	if h.workspaceOnly && !h.res.Within(real) && !safeDevice(p) {
+	if h.workspaceOnly && !h.res.Within(real) && !safeDevice(p, shellWord) {
 		return "", hooks.Deny(RuleWorkspaceOnly, fmt.Sprintf(
 			"Path %q resolves to %q, outside the workspace %q.", p, real, h.res.Real)), false
 	}
@@ -283,7 +295,7 @@ func (h *legacyHook) checkCommand(m *pathguard.Memo, cmd string, bases []string)
 	for _, d := range an.Dirs {
 		n := len(bases)
 		for _, b := range bases[:n] {
-			real, v, ok := h.checkPath(m, d, b)
+			real, v, ok := h.checkPath(m, d, b, false)
 			if !ok {
 				return v
 			}
@@ -299,7 +311,7 @@ func (h *legacyHook) checkCommand(m *pathguard.Memo, cmd string, bases []string)
 	}
 	for _, b := range bases {
 		for _, w := range an.Words {
-			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, w.Value, w.Glob, w.ExtGlob, an.DotGlob, b, cmd); !v.Allowed {
 				return v
 			}
 			if w.Recursive {
@@ -309,7 +321,7 @@ func (h *legacyHook) checkCommand(m *pathguard.Memo, cmd string, bases []string)
 			}
 		}
 		for _, r := range an.Redirects {
-			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, b, cmd); !v.Allowed {
+			if v := h.checkWord(m, r.Target, r.Pattern, r.ExtGlob, an.DotGlob, b, cmd); !v.Allowed {
 				return v
 			}
 		}
@@ -324,7 +336,7 @@ func (h *legacyHook) checkCommandNames(an *shellcheck.Analysis, cmd string) hook
 				return hooks.Deny(RuleAskCommands, fmt.Sprintf("Shell command %q matches %q, which needs approval.", c.Text, p))
 			}
 		}
-		if !h.commandAllowed(c.Text) {
+		if !h.commandAllowed(c.Text) && !changesDirOnly(c) {
 			return hooks.Deny(RuleShellAllowList, fmt.Sprintf(
 				"Shell command %q is not allowed by allowedShellCommands.", c.Text))
 		}
@@ -341,17 +353,17 @@ func (h *legacyHook) checkCommandNames(an *shellcheck.Analysis, cmd string) hook
 	return hooks.Allow
 }
 
-func (h *legacyHook) checkWord(m *pathguard.Memo, value, glob string, ext bool, base, cmd string) hooks.Verdict {
+func (h *legacyHook) checkWord(m *pathguard.Memo, value, glob string, ext, dotGlob bool, base, cmd string) hooks.Verdict {
 	if value == "" {
 		return hooks.Allow
 	}
-	if _, v, ok := h.checkPath(m, value, base); !ok {
+	if _, v, ok := h.checkPath(m, value, base, true); !ok {
 		return shellVerdict(v, cmd)
 	}
 	if glob == "" {
 		return hooks.Allow
 	}
-	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold}
+	opt := shellcheck.GlobOptions{ExtGlob: ext, NoCase: h.fold, HideDots: !dotGlob, DotGlob: dotGlob}
 	if strings.HasPrefix(glob, "~") {
 		home, err := homeDir()
 		if err != nil {
@@ -366,7 +378,7 @@ func (h *legacyHook) checkWord(m *pathguard.Memo, value, glob string, ext bool, 
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf("Glob %q in shell command %q cannot be checked: %v.", value, short(cmd), err))
 	}
 	for _, match := range append(listed, matches...) {
-		if _, v, ok := h.checkPath(m, match, base); !ok {
+		if _, v, ok := h.checkPath(m, match, base, true); !ok {
 			return shellVerdict(v, cmd)
 		}
 	}
@@ -374,12 +386,12 @@ func (h *legacyHook) checkWord(m *pathguard.Memo, value, glob string, ext bool, 
 }
 
 func (h *legacyHook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cmd string) hooks.Verdict {
-	real, v, ok := h.checkPath(m, w.Value, base)
+	real, v, ok := h.checkPath(m, w.Value, base, true)
 	if !ok {
 		return shellVerdict(v, cmd)
 	}
 	fi, err := os.Stat(real)
-	if err != nil && w.MaybeRevision {
+	if w.WholeRepo || (err != nil && w.MaybeRevision) {
 		from := base
 		if from == "" {
 			from = h.res.Real
@@ -391,8 +403,12 @@ func (h *legacyHook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cm
 		return hooks.Allow
 	}
 	var deny *hooks.Verdict
-	err = pathguard.WalkTree(real, maxBeneath, w.Git, func(p string) (string, error) {
-		target, v, ok := h.checkPath(m, p, base)
+	var entry func(p string) error
+	link := func(p string) (string, error) {
+		if w.NoFollow {
+			return "", entry(p)
+		}
+		target, v, ok := h.checkPath(m, p, base, true)
 		if !ok {
 			deny = &v
 			return "", errBeneathDenied
@@ -401,7 +417,8 @@ func (h *legacyHook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cm
 			return target, nil
 		}
 		return "", nil
-	}, func(p string) error {
+	}
+	entry = func(p string) error {
 		if len(h.forbidden) == 0 {
 			return nil
 		}
@@ -416,7 +433,13 @@ func (h *legacyHook) checkBeneath(m *pathguard.Memo, w shellcheck.Word, base, cm
 			return errBeneathDenied
 		}
 		return nil
-	})
+	}
+	if w.IndexOnly {
+		err = walkIndex(real, base, h.res.Real, entry)
+	}
+	if !w.IndexOnly || errors.Is(err, errNoIndex) {
+		err = pathguard.WalkTree(real, maxBeneath, w.Git, link, entry)
+	}
 	switch {
 	case errors.Is(err, pathguard.ErrTooManyEntries):
 		return hooks.Deny(RuleShellUnverifiable, fmt.Sprintf(

@@ -34,9 +34,13 @@ type BudgetConfig struct {
 	// budget restarts if it calls again. DefaultSessionTTL when 0.
 	SessionTTL time.Duration
 	// MaxSessions caps the tracked sessions. When the table is full of
-	// sessions that have not expired, calls from NEW sessions with a budget
-	// are denied (fail closed): evicting a live session would restart its
-	// budget. DefaultMaxSessions when 0.
+	// sessions that have not expired, a NEW session of a caller below its
+	// fair share (MaxSessions divided by the callers with sessions, the new
+	// one included) takes the place of the idlest session of a caller above
+	// its share; any other new session is denied (fail closed). A caller
+	// within its share never loses a session. An evicted session's count is
+	// remembered (the last MaxSessions evictions), so that it resumes, not
+	// restarts, its budget if it comes back. DefaultMaxSessions when 0.
 	MaxSessions int
 	// PendingTTL bounds how long a reservation waits for its after-callback
 	// (Decide runs no after phase); older ones are committed. DefaultPendingTTL when 0.
@@ -68,7 +72,10 @@ type BudgetConfig struct {
 //
 // Sessions expire through a min-heap ordered by when each was last seen
 // to be used, so that finding the expired ones costs O(log n) each and a
-// full table with none expired answers in O(1).
+// full table with none expired answers in O(1). Each caller's sessions are
+// in a heap of the same order too, so that a full table finds a caller's
+// idlest session in O(log n) (and the callers above their share in
+// O(callers)).
 type Budgets struct {
 	ttl        time.Duration
 	maxSess    int
@@ -79,9 +86,12 @@ type Budgets struct {
 
 	mu        sync.RWMutex
 	sessions  map[string]*session
-	expiry    expiryHeap     // every session, by at
-	perSender map[string]int // live sessions of each sender
-	lastSweep atomic.Int64   // unix nanoseconds
+	expiry    expiryHeap                // every session, by at
+	owners    map[string]*ownerHeap     // each sender's live sessions, by at
+	evicted   map[string]evictedSession // the last maxSess evicted sessions, by key
+	evictRing []evictedKey              // evicted's keys, oldest first
+	evictions uint64                    // evictions so far
+	lastSweep atomic.Int64              // unix nanoseconds
 
 	pmu     sync.Mutex
 	pending map[*hooks.Call]reservation
@@ -121,11 +131,34 @@ type session struct {
 	lastUsed atomic.Int64 // unix nanoseconds
 
 	// Under Budgets.mu: the table key, the sender whose quota it counts
-	// against, its place in the expiry heap, and the lastUsed it is ordered
-	// by there (never after lastUsed).
+	// against, its places in the expiry heap and in its sender's heap, and
+	// the lastUsed it is ordered by there (never after lastUsed).
 	key, sender string
 	index       int
+	ownerIndex  int
 	at          int64
+}
+
+// ownerHeap orders one sender's sessions by at (container/heap).
+type ownerHeap []*session
+
+func (h ownerHeap) Len() int           { return len(h) }
+func (h ownerHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h ownerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].ownerIndex, h[j].ownerIndex = i, j
+}
+func (h *ownerHeap) Push(x any) {
+	s := x.(*session)
+	s.ownerIndex = len(*h)
+	*h = append(*h, s)
+}
+func (h *ownerHeap) Pop() any {
+	old := *h
+	s := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return s
 }
 
 // expiryHeap orders sessions by at (container/heap).
@@ -177,7 +210,8 @@ func NewBudgets(cfg BudgetConfig) (*Budgets, error) {
 		maxPending: orDefault(cfg.MaxPending, DefaultMaxPending),
 		now:        cfg.Now,
 		sessions:   make(map[string]*session),
-		perSender:  make(map[string]int),
+		owners:     make(map[string]*ownerHeap),
+		evicted:    make(map[string]evictedSession),
 		pending:    make(map[*hooks.Call]reservation),
 	}
 	b.maxPerSend = min(b.maxPerSend, b.maxSess)
@@ -269,22 +303,33 @@ func (b *Budgets) reserve(call *hooks.Call, max int) (reserveResult, int) {
 	s = b.sessions[key]
 	if s == nil {
 		sender := senderOf(call)
-		if len(b.sessions) >= b.maxSess || b.perSender[sender] >= b.maxPerSend {
+		if len(b.sessions) >= b.maxSess || b.ownedBy(sender) >= b.maxPerSend {
 			b.expireLocked(now)
 		}
 		switch {
-		case len(b.sessions) >= b.maxSess:
+		case len(b.sessions) >= b.maxSess && (b.ownedBy(sender) >= b.maxPerSend || !b.evictForLocked(sender)):
 			b.mu.Unlock()
 			return tableFull, 0
-		case b.perSender[sender] >= b.maxPerSend:
+		case b.ownedBy(sender) >= b.maxPerSend:
 			b.mu.Unlock()
 			return senderFull, 0
 		}
 		s = &session{key: key, sender: sender, at: now}
 		s.lastUsed.Store(now)
+		if e, ok := b.evicted[key]; ok {
+			if now-e.lastUsed < int64(b.ttl) { // else it would have expired
+				s.state.Store(e.committed << 32)
+			}
+			delete(b.evicted, key)
+		}
 		b.sessions[key] = s
-		b.perSender[sender]++
 		heap.Push(&b.expiry, s)
+		o := b.owners[sender]
+		if o == nil {
+			o = &ownerHeap{}
+			b.owners[sender] = o
+		}
+		heap.Push(o, s)
 	}
 	nth, ok := s.tryReserve(max, now)
 	b.mu.Unlock()
@@ -293,6 +338,105 @@ func (b *Budgets) reserve(call *hooks.Call, max int) (reserveResult, int) {
 	}
 	b.track(call, s, now)
 	return reserved, nth
+}
+
+// ownedBy returns the number of live sessions of sender.
+func (b *Budgets) ownedBy(sender string) int {
+	if o := b.owners[sender]; o != nil {
+		return o.Len()
+	}
+	return 0
+}
+
+// fairShare is the sessions each caller may keep when the table is full,
+// with sender among the callers.
+func (b *Budgets) fairShare(sender string) int {
+	n := len(b.owners)
+	if b.owners[sender] == nil {
+		n++
+	}
+	return b.maxSess / n
+}
+
+// evictForLocked makes room in the full table for a new session of sender
+// when sender is below its fair share: it forgets the idlest session of
+// the callers above their share (there is one, or the table would not be
+// full), remembering its committed count. It reports whether it did.
+func (b *Budgets) evictForLocked(sender string) bool {
+	share := b.fairShare(sender)
+	if b.ownedBy(sender) >= share {
+		return false
+	}
+	var victim *session
+	for _, o := range b.owners {
+		if o.Len() <= share {
+			continue
+		}
+		if s := b.idlestLocked(o); victim == nil || s.at < victim.at || (s.at == victim.at && s.key < victim.key) {
+			victim = s
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	b.forgetLocked(victim)
+	if len(b.evictRing) >= b.maxSess {
+		if old := b.evictRing[0]; b.evicted[old.key].seq == old.seq {
+			delete(b.evicted, old.key)
+		}
+		b.evictRing = b.evictRing[1:]
+	}
+	b.evictions++
+	st := victim.state.Load()
+	b.evicted[victim.key] = evictedSession{committed: st>>32 + st&inflightMask, lastUsed: victim.lastUsed.Load(), seq: b.evictions}
+	b.evictRing = append(b.evictRing, evictedKey{victim.key, b.evictions})
+	return true
+}
+
+// evictedSession is what is kept of an evicted session: its committed
+// calls (its calls in flight are committed as executed), when it was last
+// used, and which eviction it was.
+type evictedSession struct {
+	committed uint64
+	lastUsed  int64
+	seq       uint64
+}
+
+// evictedKey is an entry of the eviction ring.
+type evictedKey struct {
+	key string
+	seq uint64
+}
+
+// idlestLocked returns the session of o used least recently, moving the
+// sessions used since they were ordered to their places first.
+func (b *Budgets) idlestLocked(o *ownerHeap) *session {
+	for {
+		s := (*o)[0]
+		last := s.lastUsed.Load()
+		if last <= s.at {
+			return s
+		}
+		b.reorderLocked(s, last)
+	}
+}
+
+// reorderLocked moves s to its place in both heaps for at.
+func (b *Budgets) reorderLocked(s *session, at int64) {
+	s.at = at
+	heap.Fix(&b.expiry, s.index)
+	heap.Fix(b.owners[s.sender], s.ownerIndex)
+}
+
+// forgetLocked removes s from the table and both heaps.
+func (b *Budgets) forgetLocked(s *session) {
+	heap.Remove(&b.expiry, s.index)
+	o := b.owners[s.sender]
+	heap.Remove(o, s.ownerIndex)
+	if o.Len() == 0 {
+		delete(b.owners, s.sender)
+	}
+	delete(b.sessions, s.key)
 }
 
 // senderOf is the caller a new session counts against.
@@ -398,17 +542,11 @@ func (b *Budgets) expireLocked(now int64) {
 		}
 		switch last := s.lastUsed.Load(); {
 		case last > s.at:
-			s.at = last
-			heap.Fix(&b.expiry, 0)
+			b.reorderLocked(s, last)
 		case s.state.Load()&inflightMask != 0:
-			s.at = now
-			heap.Fix(&b.expiry, 0)
+			b.reorderLocked(s, now)
 		default:
-			heap.Pop(&b.expiry)
-			delete(b.sessions, s.key)
-			if b.perSender[s.sender]--; b.perSender[s.sender] == 0 {
-				delete(b.perSender, s.sender)
-			}
+			b.forgetLocked(s)
 		}
 	}
 }

@@ -7,7 +7,10 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks/shellcheck"
 )
 
-var _ hooks.RuntimeGuard = (*ContractScope)(nil)
+var (
+	_ hooks.RuntimeGuard    = (*ContractScope)(nil)
+	_ hooks.SystemPathGuard = (*ContractScope)(nil)
+)
 
 // CheckExec re-checks, while a shell tool runs, one command it is about to
 // start against the call's contract: argv (after every expansion) with the
@@ -35,6 +38,13 @@ func (h *ContractScope) CheckOpen(_ context.Context, call *hooks.Call, path stri
 	}
 	c := h.contract
 	return runtime(h.checkScope(nil, synthetic(call, map[string]any{"path": path}), c))
+}
+
+// CheckSystemPath allows every system path programs need: a contract's
+// path scopes say what the call may touch, and the system the programs it
+// starts run on is not part of it.
+func (h *ContractScope) CheckSystemPath(context.Context, *hooks.Call, string) hooks.Verdict {
+	return hooks.Allow
 }
 
 // synthetic is call with args in place of its arguments.

@@ -28,8 +28,10 @@ const (
 	StateFailureIgnore StateFailurePolicy = "Ignore"
 )
 
-// ErrNotSent is wrapped by a Reserve error when nothing reached the store
-// (it was known to be down), so there is no reservation to give back.
+// ErrNotSent is wrapped by a Reserve error when the store holds nothing of
+// the reservation for the caller to give back: nothing reached it (it was
+// known to be down), it refused the reservation as late, or it gives back
+// itself whatever it took.
 var ErrNotSent = errors.New("not sent to the state store")
 
 // Store counts the calls of contracts: session budgets, per-caller windows
@@ -40,7 +42,7 @@ type Store interface {
 	// Reserve takes one call from every limit r names, all or nothing, and
 	// returns the denial of the first limit that has no room. Retrying a
 	// Reserve with the same r.ID counts the call once. An error wrapping
-	// ErrNotSent means the store never saw the reservation.
+	// ErrNotSent means there is nothing to give back.
 	Reserve(ctx context.Context, r *Reservation) (hooks.Verdict, error)
 	// Settle commits r's session slot (executed) or gives it back; settling
 	// twice changes nothing.
@@ -139,8 +141,8 @@ func (s *localStore) Reserve(ctx context.Context, r *Reservation) (hooks.Verdict
 			return DenyOverBudget(r), nil
 		case tableFull:
 			return hooks.Deny(RuleMaxToolCalls, fmt.Sprintf(
-				"The call budget table is full (%d sessions within their idle timeout); session %q cannot start a budget until others expire",
-				b.maxSess, call.SessionID)), nil
+				"The call budget table is full (%d sessions within their idle timeout) and caller %q has its fair share of it; session %q cannot start a budget until others expire",
+				b.maxSess, r.Owner, call.SessionID)), nil
 		case senderFull:
 			return hooks.Deny(RuleMaxToolCalls, fmt.Sprintf(
 				"Caller %q has %d sessions with a budget within their idle timeout, its limit; session %q cannot start one until some expire",

@@ -24,6 +24,9 @@ const MaxMemoEntries = 256
 // remembered. The zero Memo is empty and ready; it is safe for concurrent
 // use.
 type Memo struct {
+	// real makes every lookup answer "exists, not a symlink" (see WithRealPaths).
+	real bool
+
 	mu      sync.Mutex
 	entries []memoEntry
 	first   [8]memoEntry // the first entries, allocated with the Memo
@@ -48,6 +51,9 @@ type memoEntry struct {
 // symlink with its target. Any other failure is returned as an error. m may
 // be nil (no memo).
 func (m *Memo) lookup(path string) (lookupKind, string, error) {
+	if m != nil && m.real {
+		return kindOther, "", nil
+	}
 	if m != nil {
 		m.mu.Lock()
 		for i := range m.entries {
@@ -129,5 +135,26 @@ func WithMemo(ctx context.Context) context.Context {
 // every component up).
 func MemoFrom(ctx context.Context) *Memo {
 	m, _ := ctx.Value(memoKey{}).(*Memo)
+	return m
+}
+
+type realPathsKey struct{}
+
+// realPaths is the Memo of every context from WithRealPaths.
+var realPaths = &Memo{real: true}
+
+// WithRealPaths returns a context telling the runtime checks that every
+// path they are asked about is real: absolute, clean, and without a
+// symbolic link among its components (its caller walked the tree without
+// following any), so that resolving it needs no lookups. Only for a
+// caller that does not act on the path by name afterwards.
+func WithRealPaths(ctx context.Context) context.Context {
+	return context.WithValue(ctx, realPathsKey{}, realPaths)
+}
+
+// RealPathsMemo returns the Memo that resolves the paths of a context from
+// WithRealPaths without lookups, or nil.
+func RealPathsMemo(ctx context.Context) *Memo {
+	m, _ := ctx.Value(realPathsKey{}).(*Memo)
 	return m
 }

@@ -29,6 +29,12 @@ var (
 	ErrTooManySymlinks = errors.New("too many symlinks")
 	// ErrUserHome is returned for "~user" forms, which are not supported.
 	ErrUserHome = errors.New("~user home directories are not supported")
+	// ErrProcessPath is returned for a path that goes through a process's
+	// own directory in /proc (/proc/self, /proc/thread-self, /proc/<pid>,
+	// and so /dev/stdout, /dev/fd/N and links to them): what it names
+	// depends on the process that opens it (its descriptors, its root,
+	// its working directory), not on the file system.
+	ErrProcessPath = errors.New("path names a process's descriptors or state")
 )
 
 // Resolver resolves paths against a workspace root. It is safe for
@@ -200,6 +206,9 @@ func walkFrom(m *Memo, start, rest, orig string) (string, error) {
 			cur = filepath.Dir(cur)
 			continue
 		}
+		if cur == "/proc" && missing == 0 && isProcessDir(c) {
+			return "", fmt.Errorf("resolving %q at %q: %w", orig, "/proc/"+c, ErrProcessPath)
+		}
 		next := join(orig, cur, c)
 		if missing > 0 {
 			cur, missing = next, missing+1
@@ -234,6 +243,15 @@ func walkFrom(m *Memo, start, rest, orig string) (string, error) {
 		}
 	}
 	return cur, nil
+}
+
+// isProcessDir reports whether the /proc entry c is a process's directory:
+// self, thread-self or a process id.
+func isProcessDir(c string) bool {
+	if c == "self" || c == "thread-self" {
+		return true
+	}
+	return c != "" && strings.Trim(c, "0123456789") == ""
 }
 
 // join returns cur + "/" + c ("/" + c when cur is "/"). When orig starts

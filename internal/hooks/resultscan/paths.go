@@ -10,6 +10,7 @@ import (
 
 	"github.com/theory/jsonpath"
 	"github.com/theory/jsonpath/spec"
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 )
 
 // RuleNotJSON names the finding of a result that path removals could not
@@ -77,7 +78,7 @@ func (s *Scanner) removePaths(ctx context.Context, text string) (string, []Findi
 		return text, nil, nil
 	}
 	var doc any
-	if !json.Valid([]byte(text)) || nesting(text) > MaxPathDepth {
+	if strictjson.Check([]byte(text)) != nil || nesting(text) > MaxPathDepth {
 		return text, []Finding{{Rule: RuleNotJSON, Action: s.pathsAction, Count: 1, Bytes: len(text)}}, nil
 	}
 	dec := json.NewDecoder(strings.NewReader(text))

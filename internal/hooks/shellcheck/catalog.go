@@ -1,6 +1,7 @@
 package shellcheck
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -52,7 +53,12 @@ type progRule struct {
 	// script inspects the arguments for what options cannot show (sed and
 	// awk programs, go's linker flags).
 	script func(args []string) []string
-	style  optStyle
+	// harmless, when set, reports that the option opt given after the
+	// subcommand sub is one of sub's own options that neither runs
+	// programs nor writes files (git diff -C finds copies, git -C changes
+	// directory).
+	harmless func(sub, opt string) bool
+	style    optStyle
 }
 
 var gitKnown = []string{"status", "log", "diff", "show", "add", "commit", "branch", "checkout", "switch",
@@ -82,10 +88,10 @@ var catalog = map[string]progRule{
 		subs: []string{"submodule", "difftool", "mergetool", "filter-branch", "filter-repo", "bisect",
 			"rebase", "config", "hook", "daemon", "instaweb", "send-email", "credential", "archimport",
 			"cvsimport", "svn", "p4", "web--browse", "upload-pack", "receive-pack", "remote-ext"},
-		known:     gitKnown,
+		known: gitKnown, harmless: gitHarmless,
 		valueOpts: []string{"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env", "--attr-source"}},
 	"find": {opts: []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0",
-		"-fprintf", "-fls"}, recursiveAlways: true, style: styleWords},
+		"-fprintf", "-fls", "-files0-from"}, recursiveAlways: true, style: styleWords},
 	"xargs": {subs: nil, opts: []string{"-I", "-i", "--replace"}},
 	"env":   {opts: []string{"-S", "--split-string", "-C", "--chdir"}},
 	"sed":   {opts: []string{"-i", "--in-place", "-f", "--file", "-s", "--separate"}, script: sedScript},
@@ -153,6 +159,40 @@ var catalog = map[string]progRule{
 	"chmod": {recursiveOpts: []string{"-R", "--recursive"}},
 	"chown": {recursiveOpts: []string{"-R", "--recursive"}},
 	"rm":    {recursiveOpts: []string{"-r", "-R", "--recursive"}},
+}
+
+// secretOptions are, for each program, the options whose value is a
+// password, a token or credentials (user:password) although their names do
+// not say so: a single-letter one also counts glued (-psecret) and bundled
+// (-upsecret), and the value of one written alone is the next argument.
+// Options whose names say secret (--password, --token) need no entry.
+var secretOptions = map[string][]string{
+	"mysql": {"-p"}, "mariadb": {"-p"}, "mysqldump": {"-p"}, "mysqladmin": {"-p"}, "mysqlimport": {"-p"},
+	"mysqlshow": {"-p"}, "mysqlcheck": {"-p"}, "mysqlsh": {"-p"}, "mariadb-dump": {"-p"}, "mariadb-admin": {"-p"},
+	"mongo": {"-p"}, "mongosh": {"-p"}, "mongodump": {"-p"}, "mongorestore": {"-p"}, "mongoexport": {"-p"}, "mongoimport": {"-p"},
+	"redis-cli": {"-a", "--user"}, "sshpass": {"-p"}, "sqlcmd": {"-P"}, "bcp": {"-P"}, "isql": {"-P"},
+	"ldapsearch": {"-w"}, "ldapadd": {"-w"}, "ldapmodify": {"-w"}, "ldapdelete": {"-w"}, "ldappasswd": {"-w", "-s"},
+	"curl": {"-u", "--user", "-U", "--proxy-user", "-E", "--cert", "--oauth2-bearer"},
+	"wget": {"--user", "--http-user", "--ftp-user"}, "zip": {"-P"}, "unzip": {"-P"}, "7z": {"-p"}, "7za": {"-p"},
+	"openssl": {"-pass", "-passin", "-passout", "-k", "-K"}, "smbclient": {"-U", "--user"},
+	"skopeo": {"--creds", "--src-creds", "--dest-creds"},
+}
+
+// SecretOptions returns the options of the program base (a command name
+// without its directory) whose value is a secret although their names do not
+// say so (mysql -p, curl -u, redis-cli -a), or nil.
+func SecretOptions(base string) []string {
+	return secretOptions[base]
+}
+
+// SecretOptionPrograms returns the programs SecretOptions knows.
+func SecretOptionPrograms() []string {
+	out := make([]string, 0, len(secretOptions))
+	for p := range secretOptions {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // aliases of catalogued programs.
@@ -228,6 +268,9 @@ func (r progRule) risky(base string, args []string) (out []string, recursive boo
 		}
 		if strings.HasPrefix(v, "-") || (strings.HasPrefix(v, "+") && base == "vim") {
 			for _, o := range r.opts {
+				if len(positional) > 0 && r.harmless != nil && r.harmless(positional[0], o) {
+					continue
+				}
 				if hasOpt(v, o, r.style) {
 					add(o)
 				}
@@ -275,6 +318,27 @@ func (r progRule) risky(base string, args []string) (out []string, recursive boo
 	return out, recursive
 }
 
+// gitDiffing are the git subcommands whose -c, -C and -u are diff options
+// (combined diff, find copies, a patch).
+var gitDiffing = []string{"diff", "diff-tree", "diff-index", "diff-files", "log", "show", "whatchanged", "range-diff", "reflog"}
+
+// gitHarmless reports whether git's option opt after the subcommand sub
+// is sub's own and harmless: -c, -C and -u are git's configuration,
+// directory and upload-pack options only before the subcommand or for the
+// subcommands not listed here (git clone -c sets configuration, -u names
+// the program to run).
+func gitHarmless(sub, opt string) bool {
+	switch opt {
+	case "-c":
+		return slices.Contains(gitDiffing, sub) || sub == "commit"
+	case "-C":
+		return slices.Contains(gitDiffing, sub) || sub == "commit" || sub == "blame" || sub == "annotate"
+	case "-u":
+		return slices.Contains(gitDiffing, sub) || sub == "commit" || sub == "add" || sub == "status" || sub == "stash"
+	}
+	return false
+}
+
 // takesValue reports whether the option v is one of r.valueOpts written
 // alone, so that its value is the next argument.
 func (r progRule) takesValue(v string) bool {
@@ -284,15 +348,204 @@ func (r progRule) takesValue(v string) bool {
 	return slices.Contains(r.valueOpts, v)
 }
 
-// goFlags finds linker flags that name a program to run (-ldflags
-// '-extld=sh', -ldflags=-extldflags=...), in any argument.
+// goFlags returns the programs go's nested tool flags name: the linker's
+// -extld, -extldflags (flags of that program) and -extar (see goNested).
 func goFlags(args []string) []string {
-	for _, v := range args {
-		if strings.Contains(v, "extld") {
-			return []string{"-ldflags=-extld"}
+	risky, _, _ := goNested(args)
+	return risky
+}
+
+// goToolOpts are the options of the go command whose value is a list of
+// flags for a tool it runs: the compiler, the assembler, the linker and
+// gccgo.
+var goToolOpts = [...]string{"-gcflags", "-asmflags", "-ldflags", "-gccgoflags"}
+
+// goToolFlag is how one flag of a tool's list is read.
+type goToolFlag int
+
+const (
+	goFlagBool  goToolFlag = iota // no value (a glued =value is a bool)
+	goFlagValue                   // a value that names no file
+	goFlagFile                    // a file or directory the tool reads or writes
+	goFlagProg                    // a program to run, or flags for one
+)
+
+// goToolFlags are the flags of the compiler (gcflags), the assembler
+// (asmflags) and the linker (ldflags) by name, as each tool reads them;
+// a flag not listed makes the command unverifiable.
+var goToolFlags = map[string]map[string]goToolFlag{
+	"-gcflags": {
+		"N": goFlagBool, "l": goFlagBool, "m": goFlagBool, "S": goFlagBool, "B": goFlagBool, "C": goFlagBool,
+		"E": goFlagBool, "K": goFlagBool, "h": goFlagBool, "e": goFlagBool, "w": goFlagBool, "live": goFlagBool,
+		"race": goFlagBool, "msan": goFlagBool, "asan": goFlagBool, "wb": goFlagBool, "complete": goFlagBool,
+		"std": goFlagBool, "dwarf": goFlagBool, "dwarflocationlists": goFlagBool, "dwarfbasentries": goFlagBool,
+		"shared": goFlagBool, "dynlink": goFlagBool, "smallframes": goFlagBool, "nolocalimports": goFlagBool,
+		"linkshared": goFlagBool, "compiling-runtime": goFlagBool, "pack": goFlagBool, "t": goFlagBool, "v": goFlagBool,
+		"V": goFlagBool, "r": goFlagBool, "j": goFlagBool, "+": goFlagBool, "%": goFlagBool, "A": goFlagBool,
+		"lang": goFlagValue, "c": goFlagValue, "p": goFlagValue, "trimpath": goFlagValue, "spectre": goFlagValue,
+		"buildid": goFlagValue, "goversion": goFlagValue, "importmap": goFlagValue, "installsuffix": goFlagValue,
+		"memprofilerate": goFlagValue, "D": goFlagValue, "wrapglobalmapdbg": goFlagValue,
+		"o": goFlagFile, "linkobj": goFlagFile, "asmhdr": goFlagFile, "bench": goFlagFile, "cpuprofile": goFlagFile,
+		"memprofile": goFlagFile, "blockprofile": goFlagFile, "mutexprofile": goFlagFile, "trace": goFlagFile,
+		"traceprofile": goFlagFile, "importcfg": goFlagFile, "embedcfg": goFlagFile, "symabis": goFlagFile,
+		"coveragecfg": goFlagFile, "pgoprofile": goFlagFile, "I": goFlagFile,
+	},
+	"-asmflags": {
+		"S": goFlagBool, "shared": goFlagBool, "dynlink": goFlagBool, "linkshared": goFlagBool, "gensymabis": goFlagBool,
+		"compiling-runtime": goFlagBool, "e": goFlagBool, "v": goFlagBool, "V": goFlagBool, "debug": goFlagBool,
+		"p": goFlagValue, "trimpath": goFlagValue, "spectre": goFlagValue, "D": goFlagValue,
+		"o": goFlagFile, "I": goFlagFile,
+	},
+	"-ldflags": {
+		"s": goFlagBool, "w": goFlagBool, "linkshared": goFlagBool, "race": goFlagBool, "msan": goFlagBool,
+		"asan": goFlagBool, "v": goFlagBool, "V": goFlagBool, "a": goFlagBool, "n": goFlagBool, "f": goFlagBool,
+		"c": goFlagBool, "g": goFlagBool, "h": goFlagBool, "d": goFlagBool, "u": goFlagBool, "K": goFlagBool,
+		"dumpdep": goFlagBool, "bindnow": goFlagBool, "checklinkname": goFlagBool, "aslr": goFlagBool,
+		"compressdwarf": goFlagBool, "strictdups": goFlagValue, "debugtramp": goFlagValue, "randlayout": goFlagValue,
+		"X": goFlagValue, "B": goFlagValue, "buildid": goFlagValue, "buildmode": goFlagValue, "H": goFlagValue,
+		"installsuffix": goFlagValue, "k": goFlagValue, "linkmode": goFlagValue, "pluginpath": goFlagValue,
+		"R": goFlagValue, "T": goFlagValue, "E": goFlagValue, "r": goFlagValue, "I": goFlagValue,
+		"memprofilerate": goFlagValue, "funcalign": goFlagValue,
+		"o": goFlagFile, "importcfg": goFlagFile, "L": goFlagFile, "cpuprofile": goFlagFile, "memprofile": goFlagFile,
+		"tmpdir": goFlagFile, "benchmarkprofile": goFlagFile, "capturehostobjs": goFlagFile, "libgcc": goFlagFile,
+		"fipso": goFlagFile,
+		"extld": goFlagProg, "extldflags": goFlagProg, "extar": goFlagProg,
+	},
+}
+
+// goNested reads the flag lists go passes to the tools it runs (-gcflags,
+// -asmflags, -ldflags and -gccgoflags, written -opt=list or -opt list, the
+// list optionally after a package pattern and '=', split as go splits it:
+// blanks, with '..' or ".." around a field). It returns the programs the
+// lists name (risky), the files they name (files; a relative file of the
+// compiler is relative to the directory go runs in, -C's value when given)
+// and why a list cannot be read (problems): a flag the table does not know,
+// a quote left open, gccgo's flags (options of gcc, not read here), or a
+// relative file of the assembler or linker, which run in each package's
+// directory or the output's.
+func goNested(args []string) (risky, files, problems []string) {
+	dir := ""
+	for i := 0; i < len(args); i++ {
+		v := args[i]
+		if strings.HasPrefix(v, "--") {
+			v = v[1:]
+		}
+		if (v == "-C") && i+1 < len(args) && dir == "" {
+			dir = args[i+1]
+		} else if d, ok := strings.CutPrefix(v, "-C="); ok && dir == "" {
+			dir = d
+		}
+		for _, opt := range goToolOpts {
+			list, glued := strings.CutPrefix(v, opt+"=")
+			switch {
+			case glued:
+			case v == opt && i+1 < len(args):
+				i++
+				list = args[i]
+			default:
+				continue
+			}
+			r, f, p := goToolList(opt, list, dir)
+			risky, files, problems = append(risky, r...), append(files, f...), append(problems, p...)
 		}
 	}
-	return nil
+	return risky, files, problems
+}
+
+// goToolList reads one tool flag list of opt (see goNested).
+func goToolList(opt, list, dir string) (risky, files, problems []string) {
+	list = strings.TrimSpace(list)
+	if list != "" && list[0] != '-' {
+		_, rest, ok := strings.Cut(list, "=")
+		if !ok {
+			return nil, nil, nil // go refuses the list
+		}
+		list = rest
+	}
+	if opt == "-gccgoflags" {
+		if strings.TrimSpace(list) == "" {
+			return nil, nil, nil
+		}
+		return nil, nil, []string{fmt.Sprintf("%s=%q passes options to gcc, which are not analysed", opt, list)}
+	}
+	fields, ok := splitQuoted(list)
+	if !ok {
+		return nil, nil, []string{fmt.Sprintf("%s=%q has a quote left open", opt, list)}
+	}
+	table := goToolFlags[opt]
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		if !strings.HasPrefix(f, "-") || f == "-" || f == "--" {
+			problems = append(problems, fmt.Sprintf("%s has %q, which is not a flag of the tool", opt, f))
+			continue
+		}
+		name := strings.TrimPrefix(f[1:], "-")
+		name, val, glued := strings.Cut(name, "=")
+		kind, known := table[name]
+		if !known {
+			problems = append(problems, fmt.Sprintf("%s has the flag %q, which is not analysed", opt, f))
+			continue
+		}
+		if kind != goFlagBool && !glued {
+			if i+1 >= len(fields) {
+				continue // the tool refuses the flag
+			}
+			i++
+			val = fields[i]
+		}
+		switch kind {
+		case goFlagProg:
+			if name == "extar" {
+				risky = append(risky, "-ldflags=-extar")
+			} else {
+				risky = append(risky, "-ldflags=-extld")
+			}
+		case goFlagFile:
+			switch {
+			case val == "":
+			case strings.HasPrefix(val, "/"):
+				files = append(files, val)
+			case opt != "-gcflags":
+				problems = append(problems, fmt.Sprintf("%s names the relative file %q, which the tool opens in a package's directory", opt, val))
+			case dir != "":
+				files = append(files, dir+"/"+val)
+			case strings.HasPrefix(val, "~"):
+				// The shell may have expanded it, the tool does not.
+				files = append(files, val, "./"+val)
+			default:
+				files = append(files, val)
+			}
+		}
+	}
+	return risky, files, problems
+}
+
+// splitQuoted splits s into fields as the go command splits a flag list:
+// at blanks, a field that starts with ' or " running to the same quote
+// (no escapes). It reports false for a quote left open.
+func splitQuoted(s string) ([]string, bool) {
+	var out []string
+	for {
+		s = strings.TrimLeft(s, " \t\n\r")
+		if s == "" {
+			return out, true
+		}
+		if q := s[0]; q == '\'' || q == '"' {
+			j := strings.IndexByte(s[1:], q)
+			if j < 0 {
+				return nil, false
+			}
+			out = append(out, s[1:1+j])
+			s = s[2+j:]
+			continue
+		}
+		j := strings.IndexAny(s, " \t\n\r")
+		if j < 0 {
+			j = len(s)
+		}
+		out = append(out, s[:j])
+		s = s[j:]
+	}
 }
 
 // scriptTexts returns the program texts of sed or awk: the values of the
@@ -416,12 +669,81 @@ func gitPaths(args []string) (paths, recursive, content []string, revs bool) {
 		content = after
 	case dashdash || len(plain) == 0:
 		if len(paths) == 0 || sub == "grep" || sub == "archive" {
+			// No pathspec: git grep searches the working directory,
+			// the others the whole repository (see gitWhole).
 			content = []string{"."}
 		}
 	default:
 		content, revs = plain, true
 	}
 	return paths, recursive, content, revs
+}
+
+// gitWhole reports whether the git arguments args name no pathspec, so
+// that a content reader other than git grep reads the whole repository,
+// wherever in it the command runs.
+func gitWhole(args []string) bool {
+	_, _, content, revs := gitPaths(args)
+	if revs || len(content) != 1 || content[0] != "." {
+		return false
+	}
+	sub, dashdash := "", false
+	skip := false
+	for _, v := range args {
+		if skip {
+			skip = false
+			continue
+		}
+		if v == "--" {
+			dashdash = true
+			continue
+		}
+		if !dashdash && strings.HasPrefix(v, "-") {
+			skip = sub == "" && slices.Contains(catalog["git"].valueOpts, v)
+			continue
+		}
+		if sub == "" && !dashdash {
+			sub = v
+			continue
+		}
+		return false // an explicit pathspec or object
+	}
+	return sub != "grep"
+}
+
+// gitDiffsIndex reports whether the git arguments args are a git diff
+// that compares the work tree with the index: no word before "--" but the
+// subcommand (no revision, no <rev>:<path>), and none of --cached,
+// --staged, --merge-base or --no-index (abbreviated or not).
+func gitDiffsIndex(args []string) bool {
+	sub := ""
+	skip := false
+	for _, v := range args {
+		if skip {
+			skip = false
+			continue
+		}
+		if v == "--" {
+			break
+		}
+		if !strings.HasPrefix(v, "-") {
+			if sub != "" {
+				return false
+			}
+			sub = v
+			continue
+		}
+		if sub == "" {
+			skip = slices.Contains(catalog["git"].valueOpts, v)
+			continue
+		}
+		for _, o := range []string{"--cached", "--staged", "--merge-base", "--no-index"} {
+			if hasOpt(v, o, styleGNU) {
+				return false
+			}
+		}
+	}
+	return sub == "diff"
 }
 
 // gitObjectWord reads one non-option git argument: the <path> of

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,6 +23,11 @@ func FuzzAnalyze(f *testing.F) {
 		"echo `ls {a,}`", "coproc ls", "ls |& cat", "cat a\\{b,c\\}", "echo ${x:-{a,}}",
 		"cat a | grep b > c; ls -l && echo $X", "a=1 b=2 ls", "echo 'x' \"y\" > f 2>&1", "! ls || true",
 		"case x in a) ls;; esac", "time ls", "x+=1", "echo $'a'", "local x=1", "ls &> f", "local\r", "export\vx=1",
+		"cat <<E\"O\"F\n$(ls)\nEOF", "cat <<E\\OF\n`ls`\nEOF\n", "cat <<-E'O'F\n\t$(ls)\n\tEOF", "cat <<E\"O\"F\nx\\\nEOF\nls\nEOF",
+		"cat <<E\"$x\"F\nEOF", "cat <<\"\"\nx\n\n", "go build -gcflags='all=-N -l -cpuprofile x' .", "go build -gcflags all=-m -ldflags=-extar=x",
+		"go build -gcflags='-N \"-cpuprofile=x' .", "go -C d build -gcflags=-trace=t", "go build -gccgoflags=-B/x",
+		"git diff -C -c -u -M", "git -c a=b diff -c", "git clone -c a=b x", "CGO_ENABLED=0 GOOS=linux go build ./...",
+		"GLOBIGNORE=x; cat ?env", "shopt -s dotglob; cat *env", "ls -RL x", "cat ?env [.]env",
 	} {
 		f.Add(s)
 	}
@@ -56,6 +62,23 @@ func FuzzAnalyze(f *testing.F) {
 			for _, m := range ms {
 				if !strings.HasPrefix(m, "/") {
 					t.Fatalf("Expand(%q) returned a relative path %q", w.Glob, m)
+				}
+			}
+			// Hiding dot names only removes names; dotglob only adds them.
+			hidden, errH := Expand(w.Glob, dir, GlobOptions{ExtGlob: w.ExtGlob, Home: dir, HideDots: true})
+			dotted, errD := Expand(w.Glob, dir, GlobOptions{ExtGlob: w.ExtGlob, Home: dir, DotGlob: true})
+			if errH == nil {
+				for _, m := range hidden {
+					if !slices.Contains(ms, m) {
+						t.Fatalf("Expand(%q) hiding dot names returned %q, which it does not return otherwise", w.Glob, m)
+					}
+				}
+			}
+			if errD == nil {
+				for _, m := range ms {
+					if !slices.Contains(dotted, m) {
+						t.Fatalf("Expand(%q) under dotglob misses %q", w.Glob, m)
+					}
 				}
 			}
 		}

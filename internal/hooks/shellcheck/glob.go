@@ -29,6 +29,14 @@ type GlobOptions struct {
 	ExtGlob bool
 	// NoCase matches names case-insensitively (a case-insensitive file system).
 	NoCase bool
+	// HideDots matches a name that starts with a dot only by a pattern
+	// component that starts with a dot (quoted or not), as bash without
+	// dotglob and dash do: ?env, *env and [.]env do not match .env. An
+	// extended pattern (@(.)env) still matches it.
+	HideDots bool
+	// DotGlob lets every wildcard match a leading dot, as bash's dotglob
+	// does (otherwise a leading * never matches one).
+	DotGlob bool
 	// Listed, when set, is told of every directory whose entries the
 	// expansion reads, as the shell reads them ("dir/.." for a pattern
 	// such as .[[:punct:]]/x*): reading a directory's names is touching it.
@@ -99,6 +107,9 @@ func (g *globber) mode() pattern.Mode {
 	if g.opt.NoCase {
 		m |= pattern.NoGlobCase
 	}
+	if g.opt.DotGlob {
+		m |= pattern.GlobLeadingDot
+	}
 	return m
 }
 
@@ -126,7 +137,12 @@ func (g *globber) segment(dirs []string, seg string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		hide := g.opt.HideDots && !g.opt.DotGlob && !strings.HasPrefix(seg, ".") && !strings.HasPrefix(seg, `\.`) &&
+			(!g.opt.ExtGlob || !hasExtOp(seg))
 		for _, n := range names {
+			if hide && strings.HasPrefix(n, ".") {
+				continue
+			}
 			if rx.MatchString(n) {
 				if out, err = g.add(out, d+"/"+n); err != nil {
 					return nil, err

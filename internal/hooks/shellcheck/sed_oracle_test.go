@@ -2,7 +2,6 @@ package shellcheck
 
 import (
 	"bytes"
-	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -43,18 +42,19 @@ func (o *sedOracle) risky(t testing.TB, prog string) (risky, accepted bool) {
 	cmd.Dir = o.dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := o.sb.Start(cmd, []string{o.dir}); err != nil {
+	p, err := o.sb.Start(cmd, sandbox.Confinement{Writable: []string{o.dir}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	err := cmd.Wait()
+	rep, err := p.Wait()
 	if strings.Contains(stderr.String(), "couldn't open file") {
 		return true, true // a w file, refused by the sandbox
 	}
-	if _, ok := errors.AsType[*exec.ExitError](err); ok {
-		return false, false
-	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !rep.Exited || rep.ExitCode != 0 {
+		return false, false
 	}
 	// A later line of a, i or c text is printed as written, after its
 	// command: one that starts with two blanks (or escapes that print as

@@ -154,6 +154,17 @@ type Word struct {
 	// MaybeRevision marks a word git may read as a revision (HEAD, main):
 	// when it names no file, it stands for the whole repository.
 	MaybeRevision bool
+	// NoFollow marks a Recursive word whose command reads the symlinks
+	// beneath it as links (their names and targets), never what they
+	// point to (ls -R without -L, git).
+	NoFollow bool
+	// IndexOnly marks a Git word of a git diff that compares the work
+	// tree with the index (no revision, no --cached, no --no-index): it
+	// prints only files the index holds.
+	IndexOnly bool
+	// WholeRepo marks a Git word that stands for the whole repository the
+	// command runs in (no pathspec), not only the working directory.
+	WholeRepo bool
 }
 
 // Analysis is what a command line would do, as far as it can be known statically.
@@ -175,6 +186,13 @@ type Analysis struct {
 	// Unverifiable explains each construct whose effect cannot be checked
 	// statically (eval, a variable command name, ...), one sentence each.
 	Unverifiable []string
+	// DotGlob is true when the command line may make bash's patterns match
+	// names that start with a dot without a dot of their own: it runs
+	// shopt (dotglob), names GLOBIGNORE or BASHOPTS (setting GLOBIGNORE
+	// enables dotglob), or has an unverifiable construct. Otherwise a
+	// pattern component such as ?env or [.]env matches no such name in
+	// any shell (see GlobOptions.HideDots).
+	DotGlob bool
 }
 
 // Analyze parses cmd as bash and reports what it would run. It fails on
@@ -207,6 +225,9 @@ func analyze(cmd string, d Dialect) (*Analysis, error) {
 		return nil, err
 	}
 	r := a.res
+	r.DotGlob = len(r.Unverifiable) > 0 || slices.ContainsFunc(r.Commands, func(c Command) bool {
+		return path.Base(c.Name) == "shopt" || strings.Contains(c.Text, "GLOBIGNORE") || strings.Contains(c.Text, "BASHOPTS")
+	})
 	r.Commands = dedup(r.Commands, func(x, y Command) bool { return x.Text == y.Text && x.Wrapped == y.Wrapped })
 	r.Words = dedup(r.Words, func(x, y Word) bool { return x == y })
 	r.Redirects = dedup(r.Redirects, func(x, y Redirect) bool { return x == y })
@@ -321,6 +342,7 @@ func (a *analyzer) visit(n syntax.Node) bool {
 	case *syntax.CallExpr:
 		a.call(n)
 	case *syntax.Redirect:
+		a.heredoc(n)
 		a.redirect(n)
 	case *syntax.CmdSubst, *syntax.ProcSubst:
 		a.res.Substitutions = append(a.res.Substitutions, a.src(n))
@@ -395,6 +417,113 @@ func (a *analyzer) redirect(r *syntax.Redirect) {
 	}
 }
 
+// heredoc makes the body of a here-document whose delimiter is quoted only
+// in part (<<E"O"F, <<E\OF) a literal, as every shell reads it: the parser
+// reads such a body as live code (it looks at the delimiter's last part
+// only). The body is dropped from the walk when the parser ended it where
+// the shell does, at the first line equal to the delimiter; otherwise (a
+// substitution or a backslash-newline carried the parser past that line)
+// the parser reads the text after it otherwise than the shell, and the
+// analysis fails as for a parse error.
+func (a *analyzer) heredoc(r *syntax.Redirect) {
+	if (r.Op != syntax.Hdoc && r.Op != syntax.DashHdoc) || r.Hdoc == nil {
+		return
+	}
+	if len(r.Hdoc.Parts) == 1 {
+		if _, ok := r.Hdoc.Parts[0].(*syntax.Lit); ok {
+			return // a literal body already
+		}
+	}
+	stop, quoted, ok := hdocDelimiter(r.Word)
+	if !quoted {
+		return
+	}
+	start, end := int(r.Hdoc.Pos().Offset()), int(r.Hdoc.End().Offset())
+	if !ok || !r.Hdoc.Pos().IsValid() || start <= 0 || end > len(a.text) || start > end || a.text[start-1] != '\n' ||
+		hdocEnd(a.text, start, stop, r.Op == syntax.DashHdoc) != end {
+		if a.err == nil {
+			a.err = fmt.Errorf("%w: the here-document %q has a partly quoted delimiter, and its body cannot be delimited as the shell delimits it",
+				ErrParse, firstLine(a.src(r)))
+		}
+		return
+	}
+	r.Hdoc = nil // literal text: nothing in it runs
+}
+
+// hdocDelimiter returns a here-document delimiter word after quote removal,
+// whether any part of it is quoted, and false when it has parts whose
+// removal is not plain (expansions, escapes inside double quotes, escaped
+// newlines).
+func hdocDelimiter(w *syntax.Word) (stop string, quoted, ok bool) {
+	var b strings.Builder
+	ok = true
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			v := p.Value
+			for i := 0; i < len(v); i++ {
+				if v[i] == '\\' {
+					quoted = true
+					if i+1 >= len(v) || v[i+1] == '\n' {
+						ok = false
+						continue
+					}
+					i++
+				}
+				b.WriteByte(v[i])
+			}
+		case *syntax.SglQuoted:
+			quoted = true
+			if p.Dollar {
+				ok = false
+			}
+			b.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			quoted = true
+			if p.Dollar {
+				ok = false
+			}
+			for _, q := range p.Parts {
+				l, isLit := q.(*syntax.Lit)
+				if !isLit || strings.IndexByte(l.Value, '\\') >= 0 {
+					ok = false
+					continue
+				}
+				b.WriteString(l.Value)
+			}
+		default:
+			ok = false
+		}
+	}
+	return b.String(), quoted, ok
+}
+
+// hdocEnd returns the offset in text of the end of the first line, from
+// start on, that equals stop (after leading tabs with dash), or -1.
+func hdocEnd(text string, start int, stop string, dash bool) int {
+	for i := start; i <= len(text); {
+		j := strings.IndexByte(text[i:], '\n')
+		line := text[i:]
+		if j >= 0 {
+			line = text[i : i+j]
+		}
+		if dash {
+			line = strings.TrimLeft(line, "\t")
+		}
+		if line == stop {
+			if j < 0 {
+				return len(text)
+			}
+			return i + j
+		}
+		if j < 0 {
+			return -1
+		}
+		i += j + 1
+	}
+	return -1
+}
+
 func isFD(s string) bool {
 	s = strings.TrimSuffix(s, "-")
 	for i := 0; i < len(s); i++ {
@@ -432,7 +561,9 @@ func (a *analyzer) call(c *syntax.CallExpr) {
 		return
 	}
 	for _, as := range c.Assigns {
-		a.unverifiable("the environment assignment %q changes how %q runs", a.src(as), a.src(c.Args[0]))
+		if !a.benignAssign(as) {
+			a.unverifiable("the environment assignment %q changes how %q runs", a.src(as), a.src(c.Args[0]))
+		}
 	}
 	var argv []word
 	for _, w := range c.Args {
@@ -442,6 +573,40 @@ func (a *analyzer) call(c *syntax.CallExpr) {
 		return
 	}
 	a.command(argv, false, a.depth)
+}
+
+// benignEnv are environment variables a command may be given with a plain
+// value (letters, digits and _.,:@+-, never a path) without changing which
+// programs run or which files are opened: build targets and switches,
+// locales and colour settings.
+var benignEnv = map[string]bool{
+	"CGO_ENABLED": true, "GOOS": true, "GOARCH": true, "GOARM": true, "GOARM64": true, "GOAMD64": true, "GO386": true,
+	"GOMIPS": true, "GOMIPS64": true, "GOPPC64": true, "GORISCV64": true, "GOWASM": true, "GOEXPERIMENT": true,
+	"GO111MODULE": true, "GOMAXPROCS": true, "GOGC": true, "GOMEMLIMIT": true,
+	"LANG": true, "LC_ALL": true, "LC_CTYPE": true, "LC_MESSAGES": true, "LANGUAGE": true,
+	"NO_COLOR": true, "FORCE_COLOR": true, "CLICOLOR": true, "CI": true, "COLUMNS": true, "TERM": true,
+	"PYTHONUNBUFFERED": true, "PYTHONDONTWRITEBYTECODE": true, "RUST_BACKTRACE": true, "NODE_ENV": true,
+}
+
+// benignAssign reports whether as, a prefix of a command, sets one of
+// benignEnv to a literal plain value.
+func (a *analyzer) benignAssign(as *syntax.Assign) bool {
+	if as.Append || as.Naked || as.Index != nil || as.Array != nil || as.Name == nil || !benignEnv[as.Name.Value] {
+		return false
+	}
+	if as.Value == nil {
+		return true
+	}
+	v, k := a.literal(as.Value, a.src(as.Value))
+	if k != kindLiteral {
+		return false
+	}
+	for i := 0; i < len(v.value); i++ {
+		if c := v.value[i]; !isAlnum(c) && strings.IndexByte("_.,:@+-", c) < 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // expandWord appends the brace expansion of w (under bash; POSIX sh has no
@@ -795,28 +960,49 @@ func (a *analyzer) catalogue(i int, base string, args []word) {
 			rec = findPaths(vals)
 		}
 	}
+	noFollow := base == "ls" && !slices.ContainsFunc(vals, func(v string) bool {
+		return hasOpt(v, "-L", styleGNU) || hasOpt(v, "--dereference", styleGNU)
+	})
 	for _, v := range rec {
-		a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true})
+		a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true, NoFollow: noFollow})
+	}
+	if base == "go" {
+		// The files of the flag lists go passes to its tools are opened
+		// like the command's own operands.
+		_, files, problems := goNested(vals)
+		for _, f := range files {
+			a.res.Words = append(a.res.Words, Word{Value: f, Command: name})
+		}
+		for _, p := range problems {
+			a.unverifiable("%q: %s", a.res.Commands[i].Text, p)
+		}
 	}
 	if base == "git" {
+		// git stores and prints a symlink as its target's name: it never
+		// reads through one.
 		paths, globs, content, revs := gitPaths(vals)
 		for _, p := range paths {
 			// An object from history may be a tree: everything beneath it.
-			a.res.Words = append(a.res.Words, Word{Value: p, Command: name, Recursive: true, Git: true})
+			a.res.Words = append(a.res.Words, Word{Value: p, Command: name, Recursive: true, Git: true, NoFollow: true})
 		}
 		for _, v := range globs {
-			a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true, Git: true})
+			a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true, Git: true, NoFollow: true})
 		}
+		index := !revs && gitDiffsIndex(vals)
+		whole := gitWhole(vals)
 		for _, v := range content {
-			a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true, Git: true, MaybeRevision: revs})
+			a.res.Words = append(a.res.Words, Word{Value: v, Command: name, Recursive: true, Git: true,
+				MaybeRevision: revs, NoFollow: true, IndexOnly: index, WholeRepo: whole})
 		}
 	}
 }
 
 // findPaths are the starting points find walks: the operands after its
 // leading options (-H, -L, -P, -D x, -Ox) and before the expression (the
-// first word that starts with "-", "(", ")" or "!"), or "." when there are
-// none; an expression's arguments (-name x) are not paths.
+// first word that is "(" or "!" or starts with "-" and is longer: "-" is a
+// file name to find, and ")" and "," are taken as names too, which only
+// adds paths), or "." when there are none; an expression's arguments
+// (-name x) are not paths.
 func findPaths(vals []string) []string {
 	i := 0
 	for i < len(vals) {
@@ -833,7 +1019,7 @@ operands:
 	var out []string
 	for ; i < len(vals); i++ {
 		v := vals[i]
-		if strings.HasPrefix(v, "-") || v == "(" || v == ")" || v == "!" {
+		if (strings.HasPrefix(v, "-") && v != "-") || v == "(" || v == "!" {
 			break
 		}
 		out = append(out, v)
@@ -865,12 +1051,27 @@ func (a *analyzer) subscriptBuiltin(text, base string, args []word) {
 	}
 }
 
-// git reports git options that set configuration.
+// git reports git options that set configuration: before the subcommand,
+// or after one whose -c is not a diff option (git clone -c).
 func (a *analyzer) git(text string, args []word) {
-	for _, w := range args {
-		if w.value == "-c" || strings.HasPrefix(w.value, "--config-env") || strings.HasPrefix(w.value, "--exec-path") {
+	sub := ""
+	for i := 0; i < len(args); i++ {
+		v := args[i].value
+		if !strings.HasPrefix(v, "-") {
+			if sub == "" {
+				sub = v
+			}
+			continue
+		}
+		if v == "-c" && sub != "" && gitHarmless(sub, v) {
+			continue
+		}
+		if v == "-c" || strings.HasPrefix(v, "--config-env") || strings.HasPrefix(v, "--exec-path") {
 			a.unverifiable("%q sets git configuration, which can run arbitrary commands", text)
 			break
+		}
+		if sub == "" && slices.Contains(catalog["git"].valueOpts, v) {
+			i++ // the option's value is not the subcommand
 		}
 	}
 }
@@ -1040,14 +1241,19 @@ func (a *analyzer) env(text string, args []word, depth int) {
 			args = args[1:]
 			a.inner(args, depth)
 			return
-		case v == "-" || v == "-i" || v == "-0" || v == "-v" || v == "--ignore-environment" || v == "--null" || v == "--debug":
+		case v == "-0" || v == "-v" || v == "--null" || v == "--debug":
+			args = args[1:]
+		case v == "-" || v == "-i" || v == "--ignore-environment":
+			a.unverifiable("%q clears the environment the tools set for programs (git's configuration among it)", text)
 			args = args[1:]
 		case v == "-u" || v == "--unset":
+			a.unverifiable("%q removes a variable the tools may set for programs (git's configuration among them)", text)
 			if len(args) < 2 {
 				return
 			}
 			args = args[2:]
 		case strings.HasPrefix(v, "--unset="), strings.HasPrefix(v, "-u") && len(v) > 2:
+			a.unverifiable("%q removes a variable the tools may set for programs (git's configuration among them)", text)
 			args = args[1:]
 		case strings.HasPrefix(v, "-"):
 			a.unverifiable("%q uses env option %q (split string, chdir or signals), which is not analysed", text, v)
