@@ -334,7 +334,7 @@ func TestTheKernelEnforcesThePolicysPathRules(t *testing.T) {
 			refused := func(a, out string) {
 				t.Helper()
 				if strings.Contains(out, "SECRET") || strings.Contains(out, "RAN") || strings.Contains(out, "PWNED") ||
-					!strings.Contains(out, "exit status") && !strings.Contains(out, "Permission denied") && !strings.Contains(out, "Operation not permitted") {
+					!strings.Contains(out, "exit status") && !strings.Contains(strings.ToLower(out), "permission denied") && !strings.Contains(out, "Operation not permitted") {
 					t.Errorf("%s: was not refused: %q", a, out)
 				}
 			}
