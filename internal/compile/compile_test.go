@@ -324,8 +324,7 @@ func TestCompileUsesTheExecutorsOwnValidationMessages(t *testing.T) {
 	spec := autonomySpec(Ref(autonomy.KindName, p.ObjectMeta), &policyv1alpha1.AutonomyPolicySpec{
 		Workspace: &policyv1alpha1.Workspace{Root: "/workspace"}})
 	spec.ForbiddenPathGlobs = []string{"/a/[b"}
-	hook := gatewayconfig.Hook{Name: "a", Kind: autonomy.KindName, Spec: gatewayconfig.MarshalSpec(spec)}
-	direct := hook.Validate()
+	_, _, direct := spec.Build(&hooks.EntryRef{Name: "a"}, &hooks.BuildEnv{Validate: true})
 	if direct == nil || direct.Error() != err.Error() {
 		t.Errorf("compile message %q differs from the executor's %q", err, direct)
 	}

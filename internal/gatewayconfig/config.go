@@ -101,19 +101,6 @@ func (h *Hook) Decode() (hooks.Spec, error) {
 	return k.Decode(h.Spec)
 }
 
-// Validate checks one entry: its name, action and kind, and its spec by
-// building it without a file system (the workspace exists on the gateway,
-// not here). Errors wrap hooks.ErrInvalidGlob, hooks.ErrInvalidPath or
-// hooks.ErrInvalidSpec.
-func (h *Hook) Validate() error {
-	spec, err := h.decodeChecked()
-	if err != nil || spec == nil {
-		return err
-	}
-	_, _, err = spec.Build(h.ref(), &hooks.BuildEnv{Validate: true})
-	return err
-}
-
 // decodeChecked checks what every entry shares and returns its spec (nil
 // for the AuditLog).
 func (h *Hook) decodeChecked() (hooks.Spec, error) {
@@ -164,19 +151,6 @@ func (c *Config) checkList() error {
 	}
 	if c.Revision != "" && c.Revision != ComputeRevision(c.Hooks) {
 		return fmt.Errorf("revision %q does not match the hooks' content: %w", c.Revision, hooks.ErrInvalidSpec)
-	}
-	return nil
-}
-
-// Validate checks every entry and that names are unique.
-func (c *Config) Validate() error {
-	if err := c.checkList(); err != nil {
-		return err
-	}
-	for i := range c.Hooks {
-		if err := c.Hooks[i].Validate(); err != nil {
-			return fmt.Errorf("hook %s: %w", c.Hooks[i].Name, err)
-		}
 	}
 	return nil
 }

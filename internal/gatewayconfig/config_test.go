@@ -83,10 +83,6 @@ func TestValidateRejectsBadEntriesWithTheirClass(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.hook.Validate()
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("Validate() = %v, want %v", err, tc.want)
-			}
 			if _, err := Build(newConfig(tc.hook), BuildOptions{}); !errors.Is(err, tc.want) {
 				t.Errorf("Build() = %v, want it to refuse the configuration with %v", err, tc.want)
 			}
@@ -94,15 +90,15 @@ func TestValidateRejectsBadEntriesWithTheirClass(t *testing.T) {
 	}
 }
 
-func TestValidateRejectsARevisionThatDoesNotMatchTheContent(t *testing.T) {
+func TestBuildRejectsARevisionThatDoesNotMatchTheContent(t *testing.T) {
 	cfg := newConfig(Hook{Name: "a", Kind: autonomy.KindName, Spec: MarshalSpec(&autonomy.Config{Mode: "readonly"})})
 	cfg.Hooks[1].Spec = MarshalSpec(&autonomy.Config{Mode: "full"}) // tampered after hashing
-	if err := cfg.Validate(); !errors.Is(err, hooks.ErrInvalidSpec) || !strings.Contains(err.Error(), "revision") {
-		t.Errorf("Validate() = %v, want a revision mismatch", err)
+	if _, err := Build(cfg, BuildOptions{}); !errors.Is(err, hooks.ErrInvalidSpec) || !strings.Contains(err.Error(), "revision") {
+		t.Errorf("Build() = %v, want a revision mismatch", err)
 	}
 	dup := newConfig(Hook{Name: "AuditLog", Kind: KindAuditLog})
-	if err := dup.Validate(); !errors.Is(err, hooks.ErrInvalidSpec) {
-		t.Errorf("duplicate hook names: Validate() = %v, want hooks.ErrInvalidSpec", err)
+	if _, err := Build(dup, BuildOptions{}); !errors.Is(err, hooks.ErrInvalidSpec) {
+		t.Errorf("duplicate hook names: Build() = %v, want hooks.ErrInvalidSpec", err)
 	}
 }
 
@@ -314,7 +310,7 @@ func TestAPushFromAnOlderControllerIsRefusedAsSuch(t *testing.T) {
 		t.Fatalf("entry with an unknown key: err = %v, want an unknown field error", err)
 	}
 	wrongSpec := Hook{Name: "ContractPolicy/ns/c", Kind: contract.KindName, Spec: json.RawMessage(`{"maxToolCalls":1,"mode":"full"}`)}
-	if err := wrongSpec.Validate(); !errors.Is(err, hooks.ErrInvalidSpec) || !strings.Contains(err.Error(), "mode") {
+	if _, err := Build(newConfig(wrongSpec), BuildOptions{}); !errors.Is(err, hooks.ErrInvalidSpec) || !strings.Contains(err.Error(), "mode") {
 		t.Fatalf("spec with a field of another kind: err = %v, want ErrInvalidSpec naming it", err)
 	}
 }
