@@ -9,7 +9,6 @@
 package gatewayconfig
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"fmt"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 )
 
 // Config is one gateway's ordered hook list.
@@ -54,13 +54,12 @@ type Hook struct {
 // is refused with a message that says so, never read without its spec.
 var specKeysOfOldPushes = []string{"autonomy", "contract", "plugin", "result"}
 
-// UnmarshalJSON reads an entry, rejecting unknown fields; an entry in the
-// format of an older controller is refused as such.
+// UnmarshalJSON reads an entry with strictjson (every key spelled as Hook
+// names it, at most once; no other key); an entry in the format of an older
+// controller is refused as such.
 func (h *Hook) UnmarshalJSON(b []byte) error {
 	type plain Hook
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	err := dec.Decode((*plain)(h))
+	err := strictjson.Unmarshal(b, (*plain)(h))
 	if err == nil {
 		return nil
 	}

@@ -309,6 +309,10 @@ func TestAPushFromAnOlderControllerIsRefusedAsSuch(t *testing.T) {
 	if err := json.Unmarshal([]byte(unknown), &h); err == nil || errors.Is(err, ErrOldFormat) {
 		t.Fatalf("entry with an unknown key: err = %v, want an unknown field error", err)
 	}
+	twice := Hook{Name: "ContractPolicy/ns/c", Kind: contract.KindName, Spec: json.RawMessage(`{"maxToolCalls":1,"MaxToolCalls":500}`)}
+	if _, err := Build(newConfig(twice), BuildOptions{}); !errors.Is(err, hooks.ErrInvalidSpec) {
+		t.Fatalf("spec with a key twice, in another case: err = %v, want ErrInvalidSpec", err)
+	}
 	wrongSpec := Hook{Name: "ContractPolicy/ns/c", Kind: contract.KindName, Spec: json.RawMessage(`{"maxToolCalls":1,"mode":"full"}`)}
 	if _, err := Build(newConfig(wrongSpec), BuildOptions{}); !errors.Is(err, hooks.ErrInvalidSpec) || !strings.Contains(err.Error(), "mode") {
 		t.Fatalf("spec with a field of another kind: err = %v, want ErrInvalidSpec naming it", err)

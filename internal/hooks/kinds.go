@@ -1,12 +1,12 @@
 package hooks
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/toolhooks/toolhooks/internal/strictjson"
 )
 
 // Kind is one hook kind as its own package registers it (with RegisterKind):
@@ -86,8 +86,9 @@ func KindNames() []string {
 	return out
 }
 
-// DecodeSpec decodes a spec of type T, rejecting unknown fields and data
-// after it; kinds' Decode functions use it. An absent spec is an empty T.
+// DecodeSpec decodes a spec of type T with strictjson (every key spelled as
+// T names it, at most once; no other key; nothing after the value); kinds'
+// Decode functions use it. An absent spec is an empty T.
 func DecodeSpec[T any, P interface {
 	*T
 	Spec
@@ -96,22 +97,10 @@ func DecodeSpec[T any, P interface {
 	if len(raw) == 0 {
 		return p, nil
 	}
-	if err := decodeStrict(raw, p); err != nil {
+	if err := strictjson.Unmarshal(raw, p); err != nil {
 		return nil, fmt.Errorf("spec: %w: %w", ErrInvalidSpec, err)
 	}
 	return p, nil
-}
-
-func decodeStrict(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("data after the spec")
-	}
-	return nil
 }
 
 // RuntimeOf returns the first value of env.Runtime of type T: what a kind
