@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/config/samples"
 	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/hooks"
@@ -98,9 +97,11 @@ func loadSamples(ws, approvalURL string) (compile.Policies, error) {
 			*p = move(*p)
 		}
 		// The sample approval service's plugin is reached at approvalURL.
-		if ph, ok := o.(*policyv1alpha1.PluginHook); ok {
-			if h := ph.Spec.Transport.HTTP; h != nil && h.Service != nil {
-				h.Service, h.URL = nil, approvalURL
+		if k.Endpoints != nil {
+			for _, e := range k.Endpoints(o) {
+				if *e.Service != nil {
+					*e.Service, *e.URL = nil, approvalURL
+				}
 			}
 		}
 	}

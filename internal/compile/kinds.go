@@ -55,9 +55,19 @@ type Kind struct {
 	// allows, for tools that move a policy to another workspace (the
 	// offline CLI, the demo).
 	Paths func(obj Object) (roots, paths []*string)
+	// Endpoints returns obj's HTTP endpoints named by a Service, for tools
+	// without cluster DNS (the demo) to point elsewhere; nil for kinds that
+	// call nothing.
+	Endpoints func(obj Object) []Endpoint
 	// compile compiles obj, an object of the kind, into its hook spec and
 	// the settings every entry has.
 	compile func(ref hooks.PolicyRef, obj Object) (hooks.Spec, Common, error)
+}
+
+// Endpoint is an HTTP endpoint of a policy: a Service reference or a URL.
+type Endpoint struct {
+	Service **policyv1alpha1.ServiceReference
+	URL     *string
 }
 
 // Common are the settings of a policy every kind has.

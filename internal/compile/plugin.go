@@ -10,12 +10,19 @@ import (
 )
 
 func init() {
-	register(kind(Kind{Kind: plugins.KindName, Resource: "pluginhooks", Short: "ph", ReportsDegraded: true},
+	k := kind(Kind{Kind: plugins.KindName, Resource: "pluginhooks", Short: "ph", ReportsDegraded: true},
 		func(l *policyv1alpha1.PluginHookList) []policyv1alpha1.PluginHook { return l.Items },
 		func(ref hooks.PolicyRef, o *policyv1alpha1.PluginHook) (hooks.Spec, Common, error) {
 			p, err := pluginSpec(ref, &o.Spec)
 			return p, Common{Action: o.Spec.EnforcementAction}, err
-		}, nil, nil))
+		}, nil, nil)
+	k.Endpoints = func(obj Object) []Endpoint {
+		if h := obj.(*policyv1alpha1.PluginHook).Spec.Transport.HTTP; h != nil {
+			return []Endpoint{{Service: &h.Service, URL: &h.URL}}
+		}
+		return nil
+	}
+	register(k)
 }
 
 // pluginSpec compiles a PluginHook spec into its hook's.
