@@ -66,6 +66,33 @@ type RateLimit struct {
 	PerSenderPerMinute int32 `json:"perSenderPerMinute"`
 }
 
+// ContractAsk names the calls of a ContractPolicy that need a person's
+// approval once the contract allowed them (and counted them): a call needs
+// approval when its tool matches tools or when it comes after the session's
+// first afterCalls calls.
+// +kubebuilder:validation:XValidation:rule="has(self.tools) || has(self.afterCalls)",message="ask needs tools or afterCalls"
+type ContractAsk struct {
+	// tools are globs of tool names whose calls need approval.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	Tools []string `json:"tools,omitempty"`
+	// afterCalls lets a session make this many calls on its own; every call
+	// after them (any tool) needs approval. Calls are counted like
+	// maxToolCalls counts them: a call asked about and not run is not counted.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483646
+	AfterCalls *int32 `json:"afterCalls,omitempty"`
+	// expiry is how long a request for approval stays open before it is denied
+	// as expired (default 10m, at most 24h).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('24h')",message="expiry must be more than 0s and at most 24h"
+	Expiry *metav1.Duration `json:"expiry,omitempty"`
+}
+
 // StateFailurePolicy is what a contract does with a call its state store cannot count.
 // +kubebuilder:validation:Enum=Fail;Ignore
 type StateFailurePolicy string

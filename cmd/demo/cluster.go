@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/toolhooks/toolhooks/internal/compile"
 	"net"
 	"os"
 	"os/exec"
@@ -337,31 +338,22 @@ func waitEnforced(ctx context.Context, c client.Client, mgr *process, timeout ti
 
 // notEnforced lists the policies not yet enforced, with their condition.
 func notEnforced(ctx context.Context, c client.Client) ([]string, error) {
-	var aps policyv1alpha1.AutonomyPolicyList
-	var cps policyv1alpha1.ContractPolicyList
-	var phs policyv1alpha1.PluginHookList
-	for _, l := range []client.ObjectList{&aps, &cps, &phs} {
+	var pending []string
+	n := 0
+	for _, k := range compile.Kinds {
+		l := k.NewList()
 		if err := c.List(ctx, l, client.InNamespace(demoNamespace)); err != nil {
 			return nil, err
 		}
-	}
-	var pending []string
-	check := func(kind, name string, gen int64, st policyv1alpha1.PolicyStatus) {
-		cond := meta.FindStatusCondition(st.Conditions, policyv1alpha1.ConditionEnforced)
-		if cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != gen {
-			pending = append(pending, fmt.Sprintf("%s/%s %v", kind, name, cond))
+		for _, o := range k.ListObjects(l) {
+			n++
+			cond := meta.FindStatusCondition(o.GetPolicyStatus().Conditions, policyv1alpha1.ConditionEnforced)
+			if cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != o.GetGeneration() {
+				pending = append(pending, fmt.Sprintf("%s/%s %v", k.Kind, o.GetName(), cond))
+			}
 		}
 	}
-	for _, p := range aps.Items {
-		check("AutonomyPolicy", p.Name, p.Generation, p.Status)
-	}
-	for _, p := range cps.Items {
-		check("ContractPolicy", p.Name, p.Generation, p.Status)
-	}
-	for _, p := range phs.Items {
-		check("PluginHook", p.Name, p.Generation, p.Status)
-	}
-	if len(aps.Items)+len(cps.Items)+len(phs.Items) == 0 {
+	if n == 0 {
 		pending = append(pending, "no policies yet")
 	}
 	return pending, nil

@@ -80,7 +80,7 @@ func loadSamples(ws, approvalURL string) (compile.Policies, error) {
 		return all, fmt.Errorf("reading the embedded samples: %w", err)
 	}
 	for _, k := range compile.Kinds {
-		if k.Len(&all) == 0 {
+		if len(all.Of(k.Kind)) == 0 {
 			return all, fmt.Errorf("the embedded samples have no %s", k.Kind)
 		}
 	}
@@ -90,25 +90,19 @@ func loadSamples(ws, approvalURL string) (compile.Policies, error) {
 		}
 		return p
 	}
-	for i := range all.Autonomy {
-		if w := all.Autonomy[i].Spec.Workspace; w != nil {
-			w.Root = move(w.Root)
+	for _, o := range all.All() {
+		k, _ := compile.KindFor(o)
+		roots, paths := k.Paths(o)
+		for _, p := range append(roots, paths...) {
+			*p = move(*p)
 		}
-	}
-	for i := range all.Contracts {
-		s := &all.Contracts[i].Spec
-		for j := range s.AllowedPaths {
-			s.AllowedPaths[j] = move(s.AllowedPaths[j])
-		}
-		for j := range s.ScopedCapabilities {
-			for k, p := range s.ScopedCapabilities[j].AllowedPaths {
-				s.ScopedCapabilities[j].AllowedPaths[k] = move(p)
+		// The sample approval service's plugin is reached at approvalURL.
+		if k.Endpoints != nil {
+			for _, e := range k.Endpoints(o) {
+				if *e.Service != nil {
+					*e.Service, *e.URL = nil, approvalURL
+				}
 			}
-		}
-	}
-	for i := range all.Plugins {
-		if h := all.Plugins[i].Spec.Transport.HTTP; h != nil && h.Service != nil {
-			h.Service, h.URL = nil, approvalURL
 		}
 	}
 	return all, nil
@@ -119,7 +113,7 @@ func loadSamples(ws, approvalURL string) (compile.Policies, error) {
 func writePolicies(dir string, p compile.Policies) error {
 	objs, names := make([]any, 0, p.Len()), make([]string, 0, p.Len())
 	for _, k := range compile.Kinds {
-		for _, o := range k.Objects(&p) {
+		for _, o := range p.Of(k.Kind) {
 			objs, names = append(objs, o), append(names, strings.ToLower(string(k.Kind))+"-"+o.GetName())
 		}
 	}
@@ -353,7 +347,7 @@ func firstLine(s string) string {
 func policyNames(p compile.Policies) string {
 	names := make([]string, 0, p.Len())
 	for _, k := range compile.Kinds {
-		for _, o := range k.Objects(&p) {
+		for _, o := range p.Of(k.Kind) {
 			names = append(names, string(k.Kind)+"/"+o.GetName()+selectorNote(o.GetGatewaySelector()))
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/toolhooks/toolhooks/internal/authn"
-	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
+	"github.com/toolhooks/toolhooks/internal/authn/tokenreview"
 )
 
 // DefaultAudience is the audience cluster-mode callers' ServiceAccount tokens must be bound to.
@@ -91,7 +91,7 @@ func (a *authFlags) build(reviews authnclient.TokenReviewInterface, log *slog.Lo
 		kinds = append(kinds, "oidc")
 	}
 	if reviews != nil {
-		u = append(u, &gatewayk8s.TokenReview{Client: reviews, Audience: a.audience, AnyUser: true})
+		u = append(u, &tokenreview.TokenReview{Client: reviews, Audience: a.audience, AnyUser: true})
 		kinds = append(kinds, "serviceaccount")
 	}
 	req := &authn.Request{AllowAnonymous: a.allowAnonymous}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/toolhooks/toolhooks/internal/authn/tokenreview"
 	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
@@ -80,7 +81,7 @@ func (k *kubeFlags) setup(ctx context.Context, opts *gateway.Options, log *slog.
 		identity = "system:serviceaccount:" + k.podNamespace + ":toolhooks-controller-manager"
 	}
 	k.tokenReviews = cs.AuthenticationV1().TokenReviews()
-	opts.Authenticator = &gatewayk8s.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: k.audience,
+	opts.Authenticator = &tokenreview.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: k.audience,
 		Allowed: []string{identity}}
 	events, err := gatewayk8s.NewEvents(ctx, cs, gatewayk8s.EventSinkOptions{
 		Pod:   corev1.ObjectReference{Namespace: k.podNamespace, Name: k.podName, UID: types.UID(k.podUID)},

@@ -303,7 +303,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ToolTimeout:  f.toolTimeout,
 		MaxFileBytes: f.maxFileBytes,
 		Plugins:      pluginHost.Build,
-		OnApplied:    func(cfg *gatewayconfig.Config) { pluginHost.Retain(cfg.Plugins()) },
+		OnApplied:    func(cfg *gatewayconfig.Config) { pluginHost.Retain(plugins.Refs(cfg.Live())) },
 		Degraded:     pluginHost.Degraded,
 		Registry:     reg,
 		Logger:       log,

@@ -22,8 +22,8 @@ func withResultPolicy(t *testing.T, g *gw, action resultscan.Action) {
 	t.Helper()
 	cfg := *g.srv.Config()
 	cfg.Hooks = append(append([]gatewayconfig.Hook(nil), cfg.Hooks...), gatewayconfig.Hook{Name: "ResultPolicy/default/no-secrets",
-		Kind: gatewayconfig.KindResultPolicy, Policy: hooks.PolicyRef{Kind: "ResultPolicy", Namespace: "default", Name: "no-secrets"},
-		Result: &resultscan.Spec{Tools: []string{"*"}, Detectors: []string{resultscan.SetSecrets}, Action: action}})
+		Kind: resultscan.KindName, Policy: hooks.PolicyRef{Kind: "ResultPolicy", Namespace: "default", Name: "no-secrets"},
+		Spec: gatewayconfig.MarshalSpec(&resultscan.Spec{Tools: []string{"*"}, Detectors: []string{resultscan.SetSecrets}, Action: action})})
 	cfg.Revision, cfg.IssuedAt = "", cfg.IssuedAt+1
 	if _, err := g.srv.Apply(context.Background(), &cfg, "test"); err != nil {
 		t.Fatal(err)

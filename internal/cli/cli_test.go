@@ -36,27 +36,27 @@ func TestUnderRootMovesOnlyPathsInsideARoot(t *testing.T) {
 }
 
 func TestReplaceRootsRewritesACopyOnly(t *testing.T) {
-	orig := compile.Policies{
-		Autonomy: []policyv1alpha1.AutonomyPolicy{{Spec: policyv1alpha1.AutonomyPolicySpec{
-			Workspace: &policyv1alpha1.Workspace{Root: "/workspace"}}}},
-		Contracts: []policyv1alpha1.ContractPolicy{{Spec: policyv1alpha1.ContractPolicySpec{
+	orig := compile.PoliciesOf(
+		compile.ObjectsOf(policyv1alpha1.AutonomyPolicy{Spec: policyv1alpha1.AutonomyPolicySpec{
+			Workspace: &policyv1alpha1.Workspace{Root: "/workspace"}}}),
+		compile.ObjectsOf(policyv1alpha1.ContractPolicy{Spec: policyv1alpha1.ContractPolicySpec{
 			AllowedPaths:       []string{"/workspace/src", "/tmp"},
 			ScopedCapabilities: []policyv1alpha1.ScopedCapability{{Tool: "write_file", AllowedPaths: []string{"/workspace/out"}}},
-		}}},
-	}
+		}}),
+	)
 	p := orig.DeepCopy()
 	replaceRoots(&p, "/ws")
-	if got := p.Autonomy[0].Spec.Workspace.Root; got != "/ws" {
+	if got := p.Of("AutonomyPolicy")[0].(*policyv1alpha1.AutonomyPolicy).Spec.Workspace.Root; got != "/ws" {
 		t.Errorf("root %q, want /ws", got)
 	}
-	if got := p.Contracts[0].Spec.AllowedPaths; got[0] != "/ws/src" || got[1] != "/tmp" {
+	if got := p.Of("ContractPolicy")[0].(*policyv1alpha1.ContractPolicy).Spec.AllowedPaths; got[0] != "/ws/src" || got[1] != "/tmp" {
 		t.Errorf("allowedPaths %v", got)
 	}
-	if got := p.Contracts[0].Spec.ScopedCapabilities[0].AllowedPaths[0]; got != "/ws/out" {
+	if got := p.Of("ContractPolicy")[0].(*policyv1alpha1.ContractPolicy).Spec.ScopedCapabilities[0].AllowedPaths[0]; got != "/ws/out" {
 		t.Errorf("scoped allowedPaths %q", got)
 	}
-	if orig.Autonomy[0].Spec.Workspace.Root != "/workspace" || orig.Contracts[0].Spec.AllowedPaths[0] != "/workspace/src" ||
-		orig.Contracts[0].Spec.ScopedCapabilities[0].AllowedPaths[0] != "/workspace/out" {
+	if orig.Of("AutonomyPolicy")[0].(*policyv1alpha1.AutonomyPolicy).Spec.Workspace.Root != "/workspace" || orig.Of("ContractPolicy")[0].(*policyv1alpha1.ContractPolicy).Spec.AllowedPaths[0] != "/workspace/src" ||
+		orig.Of("ContractPolicy")[0].(*policyv1alpha1.ContractPolicy).Spec.ScopedCapabilities[0].AllowedPaths[0] != "/workspace/out" {
 		t.Error("the caller's policies were modified")
 	}
 }

@@ -184,14 +184,14 @@ func NewEvaluator(l *Loaded, o Options) (*Evaluator, error) {
 	if cfg == nil {
 		cfg, outcomes = compile.Compile(compile.Gateway{Namespace: ns, Labels: o.Labels}, policies)
 	}
-	e := &Evaluator{Namespace: ns, Notes: notes(l, ns, outcomes, cfg)}
 	discard := audit.SinkFunc(func(context.Context, audit.Record) error { return nil })
 	entries, err := gatewayconfig.Build(cfg, gatewayconfig.BuildOptions{
-		Workspace: ws, Audit: discard, State: contract.NewState(contract.BudgetConfig{}),
+		Workspace: ws, Audit: discard, Runtime: []any{contract.NewState(contract.BudgetConfig{})},
 	})
 	if err != nil {
 		return nil, BadInput("building the hook list: %w", err)
 	}
+	e := &Evaluator{Namespace: ns, Notes: notes(l, ns, outcomes, entries)}
 	e.exec, err = hooks.NewExecutor(entries, nil, hooks.WithLogger(slog.New(slog.DiscardHandler)),
 		hooks.WithApprover(offlineApprover{}))
 	if err != nil {
@@ -315,31 +315,24 @@ func namespace(l *Loaded, want string) (string, error) {
 	}
 }
 
-// replaceRoots points every AutonomyPolicy's workspace root at ws and moves
-// the ContractPolicies' allowed paths under one of those roots under ws.
+// replaceRoots points every policy's workspace root at ws and moves the
+// paths the policies allow under one of those roots under ws.
 func replaceRoots(p *compile.Policies, ws string) {
-	var roots []string
-	for i := range p.Autonomy {
-		w := p.Autonomy[i].Spec.Workspace
-		if w == nil || w.Root == "" {
-			continue
-		}
-		if filepath.IsAbs(w.Root) {
-			roots = append(roots, filepath.Clean(w.Root))
-		}
-		w.Root = ws
+	var roots, paths []*string
+	for _, o := range p.All() {
+		k, _ := compile.KindFor(o)
+		r, ps := k.Paths(o)
+		roots, paths = append(roots, r...), append(paths, ps...)
 	}
-	move := func(paths []string) {
-		for i, path := range paths {
-			paths[i] = underRoot(path, roots, ws)
+	var abs []string
+	for _, r := range roots {
+		if filepath.IsAbs(*r) {
+			abs = append(abs, filepath.Clean(*r))
 		}
+		*r = ws
 	}
-	for i := range p.Contracts {
-		s := &p.Contracts[i].Spec
-		move(s.AllowedPaths)
-		for j := range s.ScopedCapabilities {
-			move(s.ScopedCapabilities[j].AllowedPaths)
-		}
+	for _, path := range paths {
+		*path = underRoot(*path, abs, ws)
 	}
 }
 
@@ -360,7 +353,7 @@ func underRoot(path string, roots []string, ws string) string {
 }
 
 // notes lists what the evaluation of namespace ns leaves out.
-func notes(l *Loaded, ns string, outcomes []compile.Outcome, cfg *gatewayconfig.Config) []string {
+func notes(l *Loaded, ns string, outcomes []compile.Outcome, entries []hooks.Entry) []string {
 	var out []string
 	if other := l.Count() - len(outcomes); other > 0 {
 		out = append(out, fmt.Sprintf("%d policies outside namespace %s are ignored", other, ns))
@@ -371,18 +364,10 @@ func notes(l *Loaded, ns string, outcomes []compile.Outcome, cfg *gatewayconfig.
 				o.Policy.Kind, o.Policy.Namespace, o.Policy.Name))
 		}
 	}
-	for _, h := range cfg.Hooks {
-		// A Fail plugin's denials explain themselves; an Ignore plugin's
-		// silent allows are worth a note.
-		if h.Kind != gatewayconfig.KindPluginHook || !h.Plugin.Before || !h.Plugin.FailOpen {
-			continue
+	for _, e := range entries {
+		if n, ok := e.Hook.(hooks.OfflineNoter); ok && n.OfflineNote() != "" {
+			out = append(out, n.OfflineNote())
 		}
-		tools := "every tool"
-		if len(h.Plugin.Tools) > 0 {
-			tools = strings.Join(h.Plugin.Tools, ", ")
-		}
-		out = append(out, fmt.Sprintf("PluginHook %s/%s is not called offline; its failurePolicy Ignore allows the calls to %s",
-			h.Policy.Namespace, h.Policy.Name, tools))
 	}
 	return out
 }

@@ -132,7 +132,7 @@ func (l *Loaded) loadFile(path string) error {
 	}
 	var keys []string
 	for _, k := range compile.Kinds {
-		for _, o := range k.Objects(&p) {
+		for _, o := range p.Of(k.Kind) {
 			keys = append(keys, Key(string(k.Kind), o.GetNamespace(), o.GetName()))
 		}
 	}
@@ -154,15 +154,15 @@ func IsSuiteFile(name string) bool {
 }
 
 // Lint returns the loaded policies' warnings (compile.Lint), each naming
-// the policy and its file: allow-list entries that let an agent run
-// arbitrary programs.
+// the policy and its file (for example, allow-list entries that let an agent
+// run arbitrary programs).
 func (l *Loaded) Lint() []string {
 	var out []string
-	for i := range l.Policies.Autonomy {
-		p := &l.Policies.Autonomy[i]
-		for _, w := range compile.Lint(p) {
-			out = append(out, fmt.Sprintf("AutonomyPolicy %s/%s (%s): %s", p.Namespace, p.Name,
-				l.Source("AutonomyPolicy", p.Namespace, p.Name), w))
+	for _, o := range l.Policies.All() {
+		k, _ := compile.KindFor(o)
+		for _, w := range k.Lint(o) {
+			out = append(out, fmt.Sprintf("%s %s/%s (%s): %s", k.Kind, o.GetNamespace(), o.GetName(),
+				l.Source(string(k.Kind), o.GetNamespace(), o.GetName()), w))
 		}
 	}
 	return out
@@ -178,7 +178,7 @@ func LoadFromCluster(ctx context.Context, c client.Reader, namespace string) (*L
 		if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
 			return nil, fmt.Errorf("listing %s in %s: %w", k.Resource, namespace, err)
 		}
-		k.SetItems(&l.Policies, list)
+		l.Policies.SetItems(k, list)
 		for _, o := range k.ListObjects(list) {
 			l.Sources[Key(string(k.Kind), o.GetNamespace(), o.GetName())] = "cluster"
 		}

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -18,20 +17,7 @@ import (
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
-	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
-	"github.com/toolhooks/toolhooks/internal/hooks/contract"
-	"github.com/toolhooks/toolhooks/internal/hooks/ratelimit"
-	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
-	"github.com/toolhooks/toolhooks/internal/plugins"
 )
-
-// Policies is a set of policy objects, typically one namespace's.
-type Policies struct {
-	Autonomy  []policyv1alpha1.AutonomyPolicy
-	Contracts []policyv1alpha1.ContractPolicy
-	Plugins   []policyv1alpha1.PluginHook
-	Results   []policyv1alpha1.ResultPolicy
-}
 
 // Gateway is what compile needs to know of one gateway pod.
 type Gateway struct {
@@ -84,7 +70,7 @@ func WithFallback(gw Gateway, p Policies, lastGood Fallback) (*gatewayconfig.Con
 	list := []gatewayconfig.Hook{{Name: string(gatewayconfig.KindAuditLog), Kind: gatewayconfig.KindAuditLog}}
 	var outcomes []Outcome
 	for _, k := range Kinds {
-		group := slices.DeleteFunc(k.Objects(&p), func(o Object) bool { return o.GetNamespace() != gw.Namespace })
+		group := slices.DeleteFunc(slices.Clone(p.Of(k.Kind)), func(o Object) bool { return o.GetNamespace() != gw.Namespace })
 		slices.SortFunc(group, func(a, b Object) int {
 			if c := a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time); c != 0 {
 				return c
@@ -98,7 +84,7 @@ func WithFallback(gw Gateway, p Policies, lastGood Fallback) (*gatewayconfig.Con
 			out.Selected = selected
 			var h gatewayconfig.Hook
 			if err == nil {
-				h, err = k.convert(ref, o)
+				h, err = k.entry(ref, o)
 			}
 			out.Err = err
 			outcomes = append(outcomes, out)
@@ -151,50 +137,19 @@ func action(a policyv1alpha1.EnforcementAction) hooks.EnforcementAction {
 	return hooks.ActionDeny
 }
 
-// validated runs the executor's validation on h.
-func validated(h gatewayconfig.Hook) (gatewayconfig.Hook, error) {
-	if err := h.Validate(); err != nil {
+// entry compiles obj, an object of kind k, into its hook entry, validating
+// its spec as the gateway builds it, without a file system.
+func (k *Kind) entry(ref hooks.PolicyRef, obj Object) (gatewayconfig.Hook, error) {
+	spec, common, err := k.compile(ref, obj)
+	if err != nil {
 		return gatewayconfig.Hook{}, err
 	}
-	return h, nil
-}
-
-// Autonomy compiles an AutonomyPolicy spec into its hook entry.
-func Autonomy(ref hooks.PolicyRef, s *policyv1alpha1.AutonomyPolicySpec) (gatewayconfig.Hook, error) {
-	a := &autonomy.Config{
-		Mode:               strings.ToLower(string(s.Mode)),
-		ForbiddenPathGlobs: s.ForbiddenPathGlobs,
-		Subjects:           subjects(ref, s.Subjects),
+	name := HookName(ref)
+	if _, _, err := spec.Build(&hooks.EntryRef{Name: name, Policy: ref}, &hooks.BuildEnv{Validate: true}); err != nil {
+		return gatewayconfig.Hook{}, hooks.UnderField("spec", err)
 	}
-	if s.Workspace != nil {
-		a.WorkspaceRoot, a.WorkspaceOnly = s.Workspace.Root, s.Workspace.Only
-	}
-	if s.Shell != nil {
-		a.AllowShell, a.AllowedShellCommands = s.Shell.Allow, s.Shell.AllowedCommands
-		for _, d := range s.Shell.Dialects {
-			a.ShellDialects = append(a.ShellDialects, string(d))
-		}
-	}
-	if pp := s.ProtectedPaths; pp != nil {
-		a.ProtectedPaths = &autonomy.ProtectedConfig{Add: pp.Add, Lift: pp.Lift, AllowGitPrograms: pp.AllowGitPrograms}
-	}
-	if k := s.Ask; k != nil {
-		a.Ask = &autonomy.AskConfig{Tools: k.Tools, PathGlobs: k.PathGlobs, Commands: k.Commands}
-		if k.Expiry != nil {
-			a.Ask.ExpirySeconds = int64(k.Expiry.Seconds())
-		}
-	}
-	if t := s.Tools; t != nil {
-		a.ToolAllow, a.ToolDeny, a.ReadOnlyTools = t.Allow, t.Deny, t.ReadOnly
-		if len(t.PathArguments) > 0 {
-			a.PathArgs = make(map[string][]string, len(t.PathArguments))
-			for _, pa := range t.PathArguments {
-				a.PathArgs[pa.Tool] = pa.Keys
-			}
-		}
-	}
-	return validated(gatewayconfig.Hook{Name: HookName(ref), Kind: gatewayconfig.KindAutonomyPolicy, Policy: ref,
-		Action: action(s.EnforcementAction), RequireDecisionLog: s.RequireDecisionLog, Autonomy: a})
+	return gatewayconfig.Hook{Name: name, Kind: k.Kind, Policy: ref, Action: action(common.Action),
+		RequireDecisionLog: common.RequireDecisionLog, Spec: gatewayconfig.MarshalSpec(spec)}, nil
 }
 
 // subjects compiles a policy's subjects. A ServiceAccount without a
@@ -214,153 +169,21 @@ func subjects(ref hooks.PolicyRef, s *policyv1alpha1.Subjects) hooks.Subjects {
 	return out
 }
 
-// Contract compiles a ContractPolicy spec into its hook entry.
-func Contract(ref hooks.PolicyRef, s *policyv1alpha1.ContractPolicySpec) (gatewayconfig.Hook, error) {
-	c := &contract.Spec{Contract: contract.Contract{MaxToolCalls: int(s.MaxToolCalls), AllowedPaths: s.AllowedPaths},
-		StateFailurePolicy: contract.StateFailurePolicy(s.StateFailurePolicy)}
-	if k := s.Ask; k != nil {
-		c.Ask = &contract.Ask{Tools: k.Tools}
-		if k.AfterCalls != nil {
-			c.Ask.AfterCalls = int(*k.AfterCalls)
-		}
-		if k.Expiry != nil {
-			c.Ask.ExpirySeconds = int64(k.Expiry.Seconds())
-		}
-	}
-	if ps := s.MaxToolCallsPerSender; ps != nil {
-		c.PerSender = &contract.SenderLimit{Calls: int(ps.Calls), WindowMillis: ps.Window.Milliseconds()}
-	}
-	c.Subjects = subjects(ref, s.Subjects)
-	for _, cp := range s.ScopedCapabilities {
-		c.ScopedCapabilities = append(c.ScopedCapabilities, contract.Capability{Tool: cp.Tool, AllowedPaths: cp.AllowedPaths})
-	}
-	for _, r := range s.RateLimits {
-		c.RateLimits = append(c.RateLimits, ratelimit.Rule{Tools: r.Tools, PerSenderPerMinute: int(r.PerSenderPerMinute)})
-	}
-	return validated(gatewayconfig.Hook{Name: HookName(ref), Kind: gatewayconfig.KindContractPolicy, Policy: ref,
-		Action: action(s.EnforcementAction), RequireDecisionLog: s.RequireDecisionLog, Contract: c})
-}
-
-// Plugin compiles a PluginHook spec into its hook entry.
-func Plugin(ref hooks.PolicyRef, s *policyv1alpha1.PluginHookSpec) (gatewayconfig.Hook, error) {
-	if s.Timeout == nil { // the API server and the file loader apply the CRD's default
-		return gatewayconfig.Hook{}, fmt.Errorf("timeout is not set: %w", hooks.ErrInvalidSpec)
-	}
-	p := &plugins.Spec{
-		TimeoutMillis: s.Timeout.Milliseconds(),
-		FailOpen:      s.FailurePolicy == policyv1alpha1.FailurePolicyIgnore, // only when said explicitly
-		Tools:         s.Tools,
-	}
-	for _, e := range s.Events {
-		switch e {
-		case policyv1alpha1.EventToolBefore:
-			p.Before = true
-		case policyv1alpha1.EventToolAfter:
-			p.After = true
-		case policyv1alpha1.EventToolAll:
-			p.Before, p.After = true, true
-		default:
-			return gatewayconfig.Hook{}, fmt.Errorf("unknown event %q: %w", e, hooks.ErrInvalidSpec)
-		}
-	}
-	if h := s.Transport.HTTP; h != nil {
-		p.HTTP = &plugins.HTTPSpec{URL: h.URL, CABundle: h.CABundle}
-		if svc := h.Service; svc != nil {
-			scheme := "http"
-			if h.CABundle != "" {
-				scheme = "https"
-			}
-			p.HTTP.URL = fmt.Sprintf("%s://%s.%s.svc:%d%s", scheme, svc.Name, cmp.Or(svc.Namespace, ref.Namespace),
-				cmp.Or(svc.Port, 80), svc.Path)
-		}
-	}
-	if st := s.Transport.Stdio; st != nil {
-		p.Stdio = &plugins.StdioSpec{Command: st.Command, Args: st.Args}
-		if len(st.Env) > 0 {
-			p.Stdio.Env = make(map[string]string, len(st.Env))
-			for _, e := range st.Env {
-				p.Stdio.Env[e.Name] = e.Value
-			}
-		}
-	}
-	return validated(gatewayconfig.Hook{Name: HookName(ref), Kind: gatewayconfig.KindPluginHook, Policy: ref,
-		Action: action(s.EnforcementAction), Plugin: p})
-}
-
-// Result compiles a ResultPolicy spec into its hook entry. An unset timeout
-// or maxBytes is left zero, which the gateway reads as its default.
-func Result(ref hooks.PolicyRef, s *policyv1alpha1.ResultPolicySpec) (gatewayconfig.Hook, error) {
-	r := &resultscan.Spec{
-		Tools:       s.Tools,
-		Subjects:    subjects(ref, s.Subjects),
-		Action:      resultscan.Action(s.Action),
-		MaxBytes:    int(s.MaxBytes),
-		Patterns:    resultPatterns(s.Patterns),
-		RemoveLines: resultPatterns(s.RemoveLines),
-	}
-	for _, p := range s.RemovePaths {
-		r.RemovePaths = append(r.RemovePaths, resultscan.PathSpec{Name: p.Name, Path: p.Path, Action: resultscan.Action(p.Action)})
-	}
-	for _, d := range s.Detectors {
-		r.Detectors = append(r.Detectors, string(d))
-	}
-	if s.Timeout != nil {
-		if s.Timeout.Duration <= 0 { // zero would mean the default, not no time at all
-			return gatewayconfig.Hook{}, fmt.Errorf("timeout %s must be more than 0s: %w", s.Timeout.Duration, hooks.ErrInvalidSpec)
-		}
-		r.TimeoutMillis = s.Timeout.Milliseconds()
-		if r.TimeoutMillis == 0 { // under a millisecond: keep it short, not the default
-			r.TimeoutMillis = 1
-		}
-	}
-	return validated(gatewayconfig.Hook{Name: HookName(ref), Kind: gatewayconfig.KindResultPolicy, Policy: ref,
-		Action: action(s.EnforcementAction), Result: r})
-}
-
-func resultPatterns(ps []policyv1alpha1.ResultPattern) []resultscan.PatternSpec {
-	if len(ps) == 0 {
-		return nil
-	}
-	out := make([]resultscan.PatternSpec, len(ps))
-	for i, p := range ps {
-		out[i] = resultscan.PatternSpec{Name: p.Name, Regex: p.Regex, Action: resultscan.Action(p.Action)}
-	}
-	return out
-}
-
-// One compiles a single policy object (an AutonomyPolicy, ContractPolicy,
-// PluginHook or ResultPolicy) into its hook entry, validating it as the executor would.
+// One compiles a single policy object of any kind into its hook entry, validating it as the executor would.
 func One(obj metav1.Object) (gatewayconfig.Hook, error) {
-	if o, ok := obj.(Object); ok {
-		for _, k := range Kinds {
-			if k.Is(o) {
-				return k.convert(RefOf(k.Kind, o), o)
-			}
-		}
+	if k, ok := KindFor(obj); ok {
+		o := obj.(Object)
+		return k.entry(RefOf(k.Kind, o), o)
 	}
 	return gatewayconfig.Hook{}, fmt.Errorf("%T is not a policy kind: %w", obj, hooks.ErrInvalidSpec)
 }
 
-// Lint returns the warnings of a policy that compiles: for an
-// AutonomyPolicy, each shell allow-list entry that lets an agent run
-// arbitrary programs (autonomy.Lint); for a ContractPolicy, an
-// ask.afterCalls its maxToolCalls never lets a session reach. Nil for other
-// kinds.
+// Lint returns the warnings of a policy that compiles (its kind's Lint); nil
+// for an object of no policy kind.
 func Lint(obj any) []string {
-	if c, ok := obj.(*policyv1alpha1.ContractPolicy); ok {
-		if k := c.Spec.Ask; k != nil && k.AfterCalls != nil && c.Spec.MaxToolCalls > 0 && *k.AfterCalls >= c.Spec.MaxToolCalls {
-			return []string{fmt.Sprintf("ask.afterCalls (%d) is not below maxToolCalls (%d): the budget denies before any call is asked about",
-				*k.AfterCalls, c.Spec.MaxToolCalls)}
-		}
+	k, ok := KindFor(obj)
+	if !ok {
 		return nil
 	}
-	p, ok := obj.(*policyv1alpha1.AutonomyPolicy)
-	if !ok || p.Spec.Shell == nil || !p.Spec.Shell.Allow {
-		return nil
-	}
-	var out []string
-	for _, f := range autonomy.Lint(p.Spec.Shell.AllowedCommands) {
-		out = append(out, f.String())
-	}
-	return out
+	return k.Lint(obj.(Object))
 }

@@ -3,6 +3,9 @@ package compile
 import (
 	"errors"
 	"fmt"
+	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
+	"github.com/toolhooks/toolhooks/internal/hooks/contract"
+	"github.com/toolhooks/toolhooks/internal/plugins"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -70,14 +73,14 @@ func names(cfg *gatewayconfig.Config) []string {
 var gw = Gateway{Namespace: "team-a", Labels: map[string]string{policyv1alpha1.GatewayLabel: "main", "tier": "prod"}}
 
 func TestCompileOrdersAuditLogThenKindsThenCreationTimeThenName(t *testing.T) {
-	p := Policies{
-		Results:   []policyv1alpha1.ResultPolicy{rp("redact", 0)},
-		Plugins:   []policyv1alpha1.PluginHook{ph("approvals", 1)},
-		Contracts: []policyv1alpha1.ContractPolicy{ctp("budget-late", 9), ctp("budget", 2)},
-		Autonomy: []policyv1alpha1.AutonomyPolicy{
+	p := PoliciesOf(
+		ObjectsOf[policyv1alpha1.ResultPolicy](rp("redact", 0)),
+		ObjectsOf[policyv1alpha1.PluginHook](ph("approvals", 1)),
+		ObjectsOf[policyv1alpha1.ContractPolicy](ctp("budget-late", 9), ctp("budget", 2)),
+		ObjectsOf[policyv1alpha1.AutonomyPolicy](
 			ap("team-a", "zeta", 5), ap("team-a", "alpha", 5), ap("team-a", "old", 3),
-		},
-	}
+		),
+	)
 	cfg, outcomes := Compile(gw, p)
 	want := []string{
 		"AuditLog",
@@ -101,16 +104,22 @@ func TestCompileOrdersAuditLogThenKindsThenCreationTimeThenName(t *testing.T) {
 func TestCompileIsDeterministicUnderShuffledInputs(t *testing.T) {
 	var p Policies
 	for i := range 30 {
-		p.Autonomy = append(p.Autonomy, ap("team-a", fmt.Sprintf("ap-%02d", i), i%4))
-		p.Contracts = append(p.Contracts, ctp(fmt.Sprintf("ctp-%02d", i), i%3))
-		p.Plugins = append(p.Plugins, ph(fmt.Sprintf("ph-%02d", i), i%5))
+		p.Add(ObjectsOf(ap("team-a", fmt.Sprintf("ap-%02d", i), i%4))...)
+		p.Add(ObjectsOf(ctp(fmt.Sprintf("ctp-%02d", i), i%3))...)
+		p.Add(ObjectsOf(ph(fmt.Sprintf("ph-%02d", i), i%5))...)
 	}
 	first, _ := Compile(gw, p)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 20 {
-		rng.Shuffle(len(p.Autonomy), func(i, j int) { p.Autonomy[i], p.Autonomy[j] = p.Autonomy[j], p.Autonomy[i] })
-		rng.Shuffle(len(p.Contracts), func(i, j int) { p.Contracts[i], p.Contracts[j] = p.Contracts[j], p.Contracts[i] })
-		rng.Shuffle(len(p.Plugins), func(i, j int) { p.Plugins[i], p.Plugins[j] = p.Plugins[j], p.Plugins[i] })
+		rng.Shuffle(len(p.Of("AutonomyPolicy")), func(i, j int) {
+			p.Of("AutonomyPolicy")[i], p.Of("AutonomyPolicy")[j] = p.Of("AutonomyPolicy")[j], p.Of("AutonomyPolicy")[i]
+		})
+		rng.Shuffle(len(p.Of("ContractPolicy")), func(i, j int) {
+			p.Of("ContractPolicy")[i], p.Of("ContractPolicy")[j] = p.Of("ContractPolicy")[j], p.Of("ContractPolicy")[i]
+		})
+		rng.Shuffle(len(p.Of("PluginHook")), func(i, j int) {
+			p.Of("PluginHook")[i], p.Of("PluginHook")[j] = p.Of("PluginHook")[j], p.Of("PluginHook")[i]
+		})
 		got, _ := Compile(gw, p)
 		if got.Revision != first.Revision || !slices.Equal(names(got), names(first)) {
 			t.Fatalf("shuffled input gave revision %s (order %v), want %s", got.Revision, names(got)[:4], first.Revision)
@@ -119,7 +128,7 @@ func TestCompileIsDeterministicUnderShuffledInputs(t *testing.T) {
 }
 
 func TestCompileRevisionChangesWithAnySpecChange(t *testing.T) {
-	base := Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "coding", 1)}}
+	base := PoliciesOf(ObjectsOf[policyv1alpha1.AutonomyPolicy](ap("team-a", "coding", 1)))
 	cfg0, _ := Compile(gw, base)
 	changes := map[string]func(*policyv1alpha1.AutonomyPolicySpec){
 		"a new forbidden glob": func(s *policyv1alpha1.AutonomyPolicySpec) {
@@ -133,14 +142,14 @@ func TestCompileRevisionChangesWithAnySpecChange(t *testing.T) {
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
-			p := Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "coding", 1, change)}}
+			p := PoliciesOf(ObjectsOf[policyv1alpha1.AutonomyPolicy](ap("team-a", "coding", 1, change)))
 			cfg, _ := Compile(gw, p)
 			if cfg.Revision == cfg0.Revision {
 				t.Errorf("revision %s unchanged after %s", cfg.Revision, name)
 			}
 		})
 	}
-	again, _ := Compile(gw, Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "coding", 1)}})
+	again, _ := Compile(gw, PoliciesOf(ObjectsOf[policyv1alpha1.AutonomyPolicy](ap("team-a", "coding", 1))))
 	if again.Revision != cfg0.Revision {
 		t.Errorf("same inputs gave revision %s, then %s", cfg0.Revision, again.Revision)
 	}
@@ -156,7 +165,7 @@ func TestCompileSelectsByNamespaceAndLabels(t *testing.T) {
 			{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"prod", "canary"}},
 		}}
 	})
-	cfg, outcomes := Compile(gw, Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{other, staging, prod}})
+	cfg, outcomes := Compile(gw, PoliciesOf(ObjectsOf[policyv1alpha1.AutonomyPolicy](other, staging, prod)))
 	if got, want := names(cfg), []string{"AuditLog", "AutonomyPolicy/team-a/prod-only"}; !slices.Equal(got, want) {
 		t.Fatalf("hooks = %v, want %v", got, want)
 	}
@@ -179,110 +188,110 @@ func TestCompileLeavesOutInvalidPoliciesAndReportsWhy(t *testing.T) {
 	}{
 		{
 			name: "an unclosed glob class is InvalidGlob",
-			policies: Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.AutonomyPolicy](ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
 				s.ForbiddenPathGlobs = []string{"/workspace/[unclosed"}
-			})}},
+			}))),
 			wantReason: policyv1alpha1.ReasonInvalidGlob, wantText: "[unclosed",
 		},
 		{
 			name: "a relative workspace root with workspace-only is InvalidPath",
-			policies: Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.AutonomyPolicy](ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
 				s.Workspace = &policyv1alpha1.Workspace{Root: "workspace", Only: true}
-			})}},
+			}))),
 			wantReason: policyv1alpha1.ReasonInvalidPath, wantText: "workspace",
 		},
 		{
 			name: "a bad subject glob in a contract is InvalidGlob",
-			policies: Policies{Contracts: []policyv1alpha1.ContractPolicy{func() policyv1alpha1.ContractPolicy {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.ContractPolicy](func() policyv1alpha1.ContractPolicy {
 				c := ctp("bad", 1)
 				c.Spec.Subjects = &policyv1alpha1.Subjects{Senders: []string{"bot[-"}}
 				return c
-			}()}},
+			}())),
 			wantReason: policyv1alpha1.ReasonInvalidGlob, wantText: "bot[-",
 		},
 		{
 			name: "a bad rate-limit tool glob is InvalidGlob",
-			policies: Policies{Contracts: []policyv1alpha1.ContractPolicy{func() policyv1alpha1.ContractPolicy {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.ContractPolicy](func() policyv1alpha1.ContractPolicy {
 				c := ctp("bad", 1)
 				c.Spec.RateLimits = []policyv1alpha1.RateLimit{{Tools: "sk_[", PerSenderPerMinute: 5}}
 				return c
-			}()}},
+			}())),
 			wantReason: policyv1alpha1.ReasonInvalidGlob, wantText: "sk_[",
 		},
 		{
 			name: "a plugin timeout over 30s is InvalidSpec",
-			policies: Policies{Plugins: []policyv1alpha1.PluginHook{func() policyv1alpha1.PluginHook {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.PluginHook](func() policyv1alpha1.PluginHook {
 				p := ph("bad", 1)
 				p.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
 				return p
-			}()}},
+			}())),
 			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: "timeout",
 		},
 		{
 			name: "a result pattern that is not RE2 is InvalidSpec",
-			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.ResultPolicy](func() policyv1alpha1.ResultPolicy {
 				r := rp("bad", 1)
 				r.Spec.Patterns = []policyv1alpha1.ResultPattern{{Name: "ticket", Regex: "TICKET-(\\d+"}}
 				return r
-			}()}},
+			}())),
 			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: `pattern "ticket"`,
 		},
 		{
 			name: "a result pattern named as a built-in rule is InvalidSpec",
-			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.ResultPolicy](func() policyv1alpha1.ResultPolicy {
 				r := rp("bad", 1)
 				r.Spec.RemoveLines = []policyv1alpha1.ResultPattern{{Name: "jwt", Regex: "token"}}
 				return r
-			}()}},
+			}())),
 			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: "used twice",
 		},
 		{
 			name: "a bad result tool glob is InvalidGlob",
-			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.ResultPolicy](func() policyv1alpha1.ResultPolicy {
 				r := rp("bad", 1)
 				r.Spec.Tools = []string{"read_[file"}
 				return r
-			}()}},
+			}())),
 			wantReason: policyv1alpha1.ReasonInvalidGlob, wantText: "read_[file",
 		},
 		{
 			name: "a result scan timeout over 30s is InvalidSpec",
-			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.ResultPolicy](func() policyv1alpha1.ResultPolicy {
 				r := rp("bad", 1)
 				r.Spec.Timeout = &metav1.Duration{Duration: time.Minute}
 				return r
-			}()}},
+			}())),
 			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: "timeout",
 		},
 		{
 			name: "a result policy that looks for nothing is InvalidSpec",
-			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.ResultPolicy](func() policyv1alpha1.ResultPolicy {
 				r := rp("bad", 1)
 				r.Spec.Detectors = nil
 				return r
-			}()}},
+			}())),
 			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: "looks for nothing",
 		},
 		{
 			name: "an unknown detector is InvalidSpec",
-			policies: Policies{Results: []policyv1alpha1.ResultPolicy{func() policyv1alpha1.ResultPolicy {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.ResultPolicy](func() policyv1alpha1.ResultPolicy {
 				r := rp("bad", 1)
 				r.Spec.Detectors = []policyv1alpha1.ResultDetector{"passwords"}
 				return r
-			}()}},
+			}())),
 			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: `detector "passwords"`,
 		},
 		{
 			name: "an invalid gateway selector is InvalidSpec",
-			policies: Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
+			policies: PoliciesOf(ObjectsOf[policyv1alpha1.AutonomyPolicy](ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
 				s.GatewaySelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near"}}}
-			})}},
+			}))),
 			wantReason: policyv1alpha1.ReasonInvalidSpec, wantText: "gatewaySelector",
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.policies.Autonomy = append(tc.policies.Autonomy, ap("team-a", "good", 0))
+			tc.policies.Add(ObjectsOf(ap("team-a", "good", 0))...)
 			cfg, outcomes := Compile(gw, tc.policies)
 			if got, want := names(cfg), []string{"AuditLog", "AutonomyPolicy/team-a/good"}; !slices.Equal(got, want) {
 				t.Fatalf("hooks = %v, want only the valid policy %v", got, want)
@@ -312,10 +321,10 @@ func TestCompileUsesTheExecutorsOwnValidationMessages(t *testing.T) {
 	if !errors.Is(err, hooks.ErrInvalidGlob) {
 		t.Fatalf("One() error = %v, want ErrInvalidGlob", err)
 	}
-	hook, _ := Autonomy(Ref(gatewayconfig.KindAutonomyPolicy, p.ObjectMeta), &policyv1alpha1.AutonomyPolicySpec{
+	spec := autonomySpec(Ref(autonomy.KindName, p.ObjectMeta), &policyv1alpha1.AutonomyPolicySpec{
 		Workspace: &policyv1alpha1.Workspace{Root: "/workspace"}})
-	hook.Autonomy.ForbiddenPathGlobs = []string{"/a/[b"}
-	direct := hook.Validate()
+	spec.ForbiddenPathGlobs = []string{"/a/[b"}
+	_, _, direct := spec.Build(&hooks.EntryRef{Name: "a"}, &hooks.BuildEnv{Validate: true})
 	if direct == nil || direct.Error() != err.Error() {
 		t.Errorf("compile message %q differs from the executor's %q", err, direct)
 	}
@@ -331,11 +340,11 @@ func TestPluginServiceReferenceBecomesClusterURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Plugin.HTTP.URL != "https://approvals.team-a.svc:8443/hook" || h.Plugin.FailOpen || h.Plugin.TimeoutMillis != 5000 {
-		t.Errorf("plugin = %+v / %+v, want https service URL, fail closed, 5000ms", h.Plugin, h.Plugin.HTTP)
+	if gatewayconfig.SpecAs[*plugins.Spec](h).HTTP.URL != "https://approvals.team-a.svc:8443/hook" || gatewayconfig.SpecAs[*plugins.Spec](h).FailOpen || gatewayconfig.SpecAs[*plugins.Spec](h).TimeoutMillis != 5000 {
+		t.Errorf("plugin = %+v / %+v, want https service URL, fail closed, 5000ms", gatewayconfig.SpecAs[*plugins.Spec](h), gatewayconfig.SpecAs[*plugins.Spec](h).HTTP)
 	}
-	if !h.Plugin.Before || !h.Plugin.After {
-		t.Errorf("tool:* must subscribe to both events, got before=%v after=%v", h.Plugin.Before, h.Plugin.After)
+	if !gatewayconfig.SpecAs[*plugins.Spec](h).Before || !gatewayconfig.SpecAs[*plugins.Spec](h).After {
+		t.Errorf("tool:* must subscribe to both events, got before=%v after=%v", gatewayconfig.SpecAs[*plugins.Spec](h).Before, gatewayconfig.SpecAs[*plugins.Spec](h).After)
 	}
 }
 
@@ -352,8 +361,8 @@ func TestPluginFailurePolicyDefaultsToFail(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Plugin.FailOpen != open {
-			t.Errorf("failurePolicy %q compiled to FailOpen=%v, want %v", policy, h.Plugin.FailOpen, open)
+		if gatewayconfig.SpecAs[*plugins.Spec](h).FailOpen != open {
+			t.Errorf("failurePolicy %q compiled to FailOpen=%v, want %v", policy, gatewayconfig.SpecAs[*plugins.Spec](h).FailOpen, open)
 		}
 	}
 }
@@ -375,18 +384,18 @@ func containsFold(s, sub string) bool {
 func BenchmarkCompileThousandPolicies(b *testing.B) {
 	var p Policies
 	for i := range 400 {
-		p.Autonomy = append(p.Autonomy, ap("team-a", fmt.Sprintf("ap-%04d", i), i%60, func(s *policyv1alpha1.AutonomyPolicySpec) {
+		p.Add(ObjectsOf(ap("team-a", fmt.Sprintf("ap-%04d", i), i%60, func(s *policyv1alpha1.AutonomyPolicySpec) {
 			s.Shell = &policyv1alpha1.ShellPolicy{Allow: true, AllowedCommands: []string{"git *", "go test *"}}
 			s.Tools = &policyv1alpha1.ToolRules{Deny: []string{"delegate_*"}}
-		}))
+		}))...)
 	}
 	for i := range 400 {
 		c := ctp(fmt.Sprintf("ctp-%04d", i), i%60)
 		c.Spec.RateLimits = []policyv1alpha1.RateLimit{{Tools: "*", PerSenderPerMinute: 60}}
-		p.Contracts = append(p.Contracts, c)
+		p.Add(ObjectsOf(c)...)
 	}
 	for i := range 200 {
-		p.Plugins = append(p.Plugins, ph(fmt.Sprintf("ph-%04d", i), i%60))
+		p.Add(ObjectsOf(ph(fmt.Sprintf("ph-%04d", i), i%60))...)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -412,15 +421,9 @@ func TestSubjectsDefaultAServiceAccountsNamespaceToThePolicys(t *testing.T) {
 		{Kind: hooks.CallerGroup, Name: "system:serviceaccounts:agents"},
 		{Kind: hooks.CallerUser, Name: "alice"},
 	}}
-	a, err := Autonomy(Ref(gatewayconfig.KindAutonomyPolicy, meta("agents", "a", 0)), &policyv1alpha1.AutonomyPolicySpec{Subjects: in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Contract(Ref(gatewayconfig.KindContractPolicy, meta("agents", "c", 0)), &policyv1alpha1.ContractPolicySpec{MaxToolCalls: 1, Subjects: in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, got := range map[string]hooks.Subjects{"autonomy": a.Autonomy.Subjects, "contract": c.Contract.Subjects} {
+	a := autonomySpec(Ref(autonomy.KindName, meta("agents", "a", 0)), &policyv1alpha1.AutonomyPolicySpec{Subjects: in})
+	c := contractSpec(Ref(contract.KindName, meta("agents", "c", 0)), &policyv1alpha1.ContractPolicySpec{MaxToolCalls: 1, Subjects: in})
+	for name, got := range map[string]hooks.Subjects{"autonomy": a.Subjects, "contract": c.Subjects} {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s subjects = %+v, want %+v", name, got, want)
 		}
@@ -448,10 +451,10 @@ func TestResultCompilesToTheScanSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Kind != gatewayconfig.KindResultPolicy || h.Name != "ResultPolicy/team-a/scan" || h.Action != hooks.ActionWarn || h.Result == nil {
+	if h.Kind != resultscan.KindName || h.Name != "ResultPolicy/team-a/scan" || h.Action != hooks.ActionWarn || gatewayconfig.SpecAs[*resultscan.Spec](h) == nil {
 		t.Fatalf("hook = %+v, want a warn-mode ResultPolicy entry named ResultPolicy/team-a/scan", h)
 	}
-	r := h.Result
+	r := gatewayconfig.SpecAs[*resultscan.Spec](h)
 	if !slices.Equal(r.Tools, []string{"read_file", "GitHub__*"}) || !slices.Equal(r.Detectors, []string{"secrets", "email-address"}) {
 		t.Errorf("tools %v, detectors %v", r.Tools, r.Detectors)
 	}
@@ -478,9 +481,9 @@ func TestAResultPolicyWithoutTimeoutOrMaxBytesLeavesTheGatewayDefaults(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Result.TimeoutMillis != 0 || h.Result.MaxBytes != 0 || h.Action != hooks.ActionDeny {
+	if gatewayconfig.SpecAs[*resultscan.Spec](h).TimeoutMillis != 0 || gatewayconfig.SpecAs[*resultscan.Spec](h).MaxBytes != 0 || h.Action != hooks.ActionDeny {
 		t.Errorf("timeoutMillis %d, maxBytes %d, action %q; want 0, 0 (the gateway's defaults) and Deny",
-			h.Result.TimeoutMillis, h.Result.MaxBytes, h.Action)
+			gatewayconfig.SpecAs[*resultscan.Spec](h).TimeoutMillis, gatewayconfig.SpecAs[*resultscan.Spec](h).MaxBytes, h.Action)
 	}
 	p.Spec.Timeout = &metav1.Duration{}
 	if _, err := One(&p); !errors.Is(err, hooks.ErrInvalidSpec) {
@@ -493,7 +496,7 @@ func TestAResultPolicyWithoutTimeoutOrMaxBytesLeavesTheGatewayDefaults(t *testin
 func TestACompiledResultPolicyRedactsOnTheGateway(t *testing.T) {
 	p := rp("redact", 1)
 	p.Spec.Patterns = []policyv1alpha1.ResultPattern{{Name: "ticket", Regex: `TICKET-\d+`}}
-	cfg, outcomes := Compile(gw, Policies{Results: []policyv1alpha1.ResultPolicy{p}})
+	cfg, outcomes := Compile(gw, PoliciesOf(ObjectsOf[policyv1alpha1.ResultPolicy](p)))
 	if len(outcomes) != 1 || outcomes[0].Err != nil || !outcomes[0].Selected {
 		t.Fatalf("outcomes = %+v", outcomes)
 	}
@@ -537,8 +540,8 @@ func TestContractAskAfterCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec := h.Contract; spec == nil || spec.Ask == nil || spec.Ask.AfterCalls != 3 || len(spec.Ask.Tools) != 0 {
-		t.Fatalf("compiled contract = %+v", h.Contract)
+	if spec := gatewayconfig.SpecAs[*contract.Spec](h); spec == nil || spec.Ask == nil || spec.Ask.AfterCalls != 3 || len(spec.Ask.Tools) != 0 {
+		t.Fatalf("compiled contract = %+v", gatewayconfig.SpecAs[*contract.Spec](h))
 	}
 	if w := Lint(p); w != nil {
 		t.Errorf("Lint = %q, want none", w)
@@ -553,13 +556,13 @@ func TestProtectedPathsCompileAndAnUnknownLiftIsInvalid(t *testing.T) {
 	ok := ap("team-a", "ok", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
 		s.ProtectedPaths = &policyv1alpha1.ProtectedPaths{Add: []string{"deploy/**"}, Lift: []string{".envrc"}, AllowGitPrograms: true}
 	})
-	h, err := Autonomy(Ref(gatewayconfig.KindAutonomyPolicy, ok.ObjectMeta), &ok.Spec)
+	h, err := One(&ok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pp := h.Autonomy.ProtectedPaths; pp == nil || !slices.Equal(pp.Add, []string{"deploy/**"}) ||
+	if pp := gatewayconfig.SpecAs[*autonomy.Config](h).ProtectedPaths; pp == nil || !slices.Equal(pp.Add, []string{"deploy/**"}) ||
 		!slices.Equal(pp.Lift, []string{".envrc"}) || !pp.AllowGitPrograms {
-		t.Errorf("compiled protectedPaths = %+v", h.Autonomy.ProtectedPaths)
+		t.Errorf("compiled protectedPaths = %+v", gatewayconfig.SpecAs[*autonomy.Config](h).ProtectedPaths)
 	}
 	bad := ap("team-a", "bad", 1, func(s *policyv1alpha1.AutonomyPolicySpec) {
 		s.ProtectedPaths = &policyv1alpha1.ProtectedPaths{Lift: []string{".git/objects"}}

@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"github.com/toolhooks/toolhooks/internal/hooks"
 	"slices"
 	"testing"
 
@@ -12,7 +13,7 @@ import (
 
 // Every policy CRD has an entry in Kinds (ToolCallApproval is not a
 // policy), and each entry's accessors agree: an object made by New is of
-// the kind, is kept in Policies by Append, read back by Objects, replaced
+// the kind, is kept in Policies by Add, read back by Of, replaced
 // by SetItems and compiled by One under the kind's name.
 func TestKindsCoverEveryPolicyCRD(t *testing.T) {
 	crds, err := crdschema.Kinds()
@@ -28,22 +29,25 @@ func TestKindsCoverEveryPolicyCRD(t *testing.T) {
 	}
 	var p Policies
 	for i, k := range Kinds {
+		if _, ok := hooks.LookupKind(string(k.Kind)); !ok {
+			t.Errorf("%s: no hook package registers the kind", k.Kind)
+		}
 		o := k.New()
 		if !k.Is(o) || (i > 0 && Kinds[i-1].Is(o)) {
 			t.Errorf("%s: Is does not tell its own objects from others", k.Kind)
 		}
 		o.SetNamespace("ns")
 		o.SetName("x")
-		k.Append(&p, o)
-		if got := k.Objects(&p); len(got) != 1 || got[0].GetName() != "x" || k.Len(&p) != 1 {
-			t.Errorf("%s: Objects after Append = %v", k.Kind, got)
+		p.Add(o)
+		if got := p.Of(k.Kind); len(got) != 1 || got[0].GetName() != "x" || len(p.Of(k.Kind)) != 1 {
+			t.Errorf("%s: Of after Add = %v", k.Kind, got)
 		}
 		l := k.NewList()
-		k.SetItems(&p, l)
-		if k.Len(&p) != 0 || len(k.ListObjects(l)) != 0 {
-			t.Errorf("%s: SetItems of an empty list left %d objects", k.Kind, k.Len(&p))
+		p.SetItems(k, l)
+		if len(p.Of(k.Kind)) != 0 || len(k.ListObjects(l)) != 0 {
+			t.Errorf("%s: SetItems of an empty list left %d objects", k.Kind, len(p.Of(k.Kind)))
 		}
-		k.Append(&p, o)
+		p.Add(o)
 	}
 	if p.Len() != len(Kinds) || len(p.All()) != len(Kinds) {
 		t.Errorf("Len %d, All %d, want %d", p.Len(), len(p.All()), len(Kinds))

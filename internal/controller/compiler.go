@@ -77,7 +77,6 @@ func (s *Store) compiled(pod *types.NamespacedName, gw compile.Gateway, p compil
 	if c != nil && c.inputs == inputs && (!isReady(c) || s.fallbacksHold(c)) {
 		s.cmu.Unlock()
 		<-c.ready
-		s.reuses.Add(1)
 		compileReusesTotal.Inc()
 		return c
 	}
@@ -102,7 +101,6 @@ func (s *Store) compiled(pod *types.NamespacedName, gw compile.Gateway, p compil
 	})
 	c.fallbacks = used
 	s.Remember(gw.Namespace, c.cfg, liveUIDs(p))
-	s.compiles.Add(1)
 	compilesTotal.Inc()
 	close(c.ready)
 	return c
@@ -160,12 +158,6 @@ func (s *Store) leaveLocked(pod types.NamespacedName) {
 	}
 }
 
-// Compiles returns how many compiles this store's reconcilers ran.
-func (s *Store) Compiles() uint64 { return s.compiles.Load() }
-
-// Reuses returns how many reconciles reused a compiled hook list.
-func (s *Store) Reuses() uint64 { return s.reuses.Load() }
-
 // Groups returns how many distinct compiled inputs the store holds.
 func (s *Store) Groups() int {
 	s.cmu.Lock()
@@ -191,7 +183,7 @@ func fingerprint(p compile.Policies, labels map[string]string) (inputs, selectio
 	}
 	entries := make([]entry, 0, p.Len())
 	for _, k := range compile.Kinds {
-		for _, o := range k.Objects(&p) {
+		for _, o := range p.Of(k.Kind) {
 			ok, err := compile.Selects(o.GetGatewaySelector(), labels)
 			entries = append(entries, entry{kind: k.Kind, obj: o, selected: err == nil && ok})
 		}

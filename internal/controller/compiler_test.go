@@ -22,7 +22,8 @@ func compiledPolicy(name, uid string, generation int64, globs ...string) policyv
 
 func TestConcurrentReconcilesOfOneSelectionShareOneCompile(t *testing.T) {
 	s := NewStore()
-	p := compile.Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{compiledPolicy("a", "u-a", 1, "**/.env")}}
+	p := compile.PoliciesOf(compile.ObjectsOf[policyv1alpha1.AutonomyPolicy](compiledPolicy("a", "u-a", 1, "**/.env")))
+	before := compilesMetric(t)
 	var wg sync.WaitGroup
 	got := make([]*gatewayconfig.Config, 50)
 	for i := range got {
@@ -32,8 +33,8 @@ func TestConcurrentReconcilesOfOneSelectionShareOneCompile(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := s.Compiles(); n != 1 {
-		t.Errorf("%d compiles, want 1", n)
+	if n := compilesMetric(t) - before; n != 1 {
+		t.Errorf("%v compiles, want 1", n)
 	}
 	for i, cfg := range got {
 		if cfg != got[0] {
@@ -54,23 +55,25 @@ func TestAListIsRecompiledWhenABrokenPolicysLastGoodVersionChanges(t *testing.T)
 	s := NewStore()
 	gw := compile.Gateway{Namespace: "ns"}
 	pod := &types.NamespacedName{Namespace: "ns", Name: "gw"}
-	broken := compile.Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{compiledPolicy("a", "u-a", 2, "/workspace/[unclosed")}}
+	before := compilesMetric(t)
+	compiles := func() float64 { return compilesMetric(t) - before }
+	broken := compile.PoliciesOf(compile.ObjectsOf[policyv1alpha1.AutonomyPolicy](compiledPolicy("a", "u-a", 2, "/workspace/[unclosed")))
 	if c := s.compiled(pod, gw, broken); len(c.cfg.Hooks) != 1 || c.outcomes[0].Err == nil {
 		t.Fatalf("hooks %v, outcomes %v: want the broken policy left out and reported", hookNames(c.cfg), c.outcomes)
 	}
 	// Another reconcile, which saw generation 1, remembers it.
-	good, _ := compile.Compile(gw, compile.Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{compiledPolicy("a", "u-a", 1, "**/.env")}})
+	good, _ := compile.Compile(gw, compile.PoliciesOf(compile.ObjectsOf[policyv1alpha1.AutonomyPolicy](compiledPolicy("a", "u-a", 1, "**/.env"))))
 	s.Remember("ns", good, map[string]bool{"u-a": true})
 
 	c := s.compiled(pod, gw, broken)
-	if s.Compiles() != 2 || len(c.cfg.Hooks) != 2 || c.cfg.Hooks[1].Policy.Generation != 1 {
-		t.Fatalf("after %d compiles hooks %v: want a recompile holding generation 1", s.Compiles(), c.cfg.Hooks)
+	if compiles() != 2 || len(c.cfg.Hooks) != 2 || c.cfg.Hooks[1].Policy.Generation != 1 {
+		t.Fatalf("after %v compiles hooks %v: want a recompile holding generation 1", compiles(), c.cfg.Hooks)
 	}
 	if c.outcomes[0].Err == nil {
 		t.Error("the outcome no longer reports the broken generation")
 	}
-	if s.compiled(pod, gw, broken); s.Compiles() != 2 {
-		t.Errorf("%d compiles, want the list reused", s.Compiles())
+	if s.compiled(pod, gw, broken); compiles() != 2 {
+		t.Errorf("%v compiles, want the list reused", compiles())
 	}
 }
 
@@ -78,8 +81,8 @@ func TestFingerprint(t *testing.T) {
 	prod := policyv1alpha1.ContractPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "u-c", Generation: 1},
 		Spec: policyv1alpha1.ContractPolicySpec{MaxToolCalls: 1,
 			GatewaySelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}}}}
-	p := compile.Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{compiledPolicy("a", "u-a", 1), compiledPolicy("b", "u-b", 1)},
-		Contracts: []policyv1alpha1.ContractPolicy{prod}}
+	a, b := compiledPolicy("a", "u-a", 1), compiledPolicy("b", "u-b", 1)
+	p := compile.PoliciesOf(compile.ObjectsOf(a, b), compile.ObjectsOf(prod))
 	in, sel := fingerprint(p, map[string]string{"tier": "prod", "pod": "gw-1"})
 
 	if in2, sel2 := fingerprint(p, map[string]string{"tier": "prod", "pod": "gw-2"}); in2 != in || sel2 != sel {
@@ -88,18 +91,15 @@ func TestFingerprint(t *testing.T) {
 	if _, sel2 := fingerprint(p, map[string]string{"tier": "staging"}); sel2 == sel {
 		t.Error("a gateway the contract does not select has the same selection")
 	}
-	swapped := p
-	swapped.Autonomy = []policyv1alpha1.AutonomyPolicy{p.Autonomy[1], p.Autonomy[0]}
+	swapped := compile.PoliciesOf(compile.ObjectsOf(b, a), compile.ObjectsOf(prod))
 	if in2, sel2 := fingerprint(swapped, map[string]string{"tier": "prod"}); in2 != in || sel2 != sel {
 		t.Error("the order the cache lists policies in matters")
 	}
-	bumped := p
-	bumped.Autonomy = []policyv1alpha1.AutonomyPolicy{p.Autonomy[0], compiledPolicy("b", "u-b", 2)}
+	bumped := compile.PoliciesOf(compile.ObjectsOf(a, compiledPolicy("b", "u-b", 2)), compile.ObjectsOf(prod))
 	if in2, _ := fingerprint(bumped, map[string]string{"tier": "prod"}); in2 == in {
 		t.Error("a new generation leaves the inputs unchanged")
 	}
-	recreated := p
-	recreated.Autonomy = []policyv1alpha1.AutonomyPolicy{p.Autonomy[0], compiledPolicy("b", "u-b2", 1)}
+	recreated := compile.PoliciesOf(compile.ObjectsOf(a, compiledPolicy("b", "u-b2", 1)), compile.ObjectsOf(prod))
 	if in2, _ := fingerprint(recreated, map[string]string{"tier": "prod"}); in2 == in {
 		t.Error("a policy recreated under its name leaves the inputs unchanged")
 	}

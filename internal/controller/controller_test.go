@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
 	"maps"
 	"slices"
 	"strings"
@@ -363,10 +364,10 @@ func TestReconcileCompilesResultPoliciesAndReportsABadRegex(t *testing.T) {
 
 	cfg := h.waitHooks(pod, "ContractPolicy/team-r/budget", "ResultPolicy/team-r/redact")
 	got := cfg.Hooks[2]
-	if got.Kind != gatewayconfig.KindResultPolicy || got.Result == nil || got.Policy.UID != string(redact.UID) {
+	if got.Kind != resultscan.KindName || gatewayconfig.SpecAs[*resultscan.Spec](got) == nil || got.Policy.UID != string(redact.UID) {
 		t.Fatalf("entry = %+v, want the ResultPolicy's scan spec", got)
 	}
-	r := got.Result
+	r := gatewayconfig.SpecAs[*resultscan.Spec](got)
 	if !slices.Equal(r.Detectors, []string{"secrets"}) || r.TimeoutMillis != 1500 || r.Action != "Redact" ||
 		len(r.Patterns) != 1 || r.Patterns[0].Action != "Withhold" {
 		t.Errorf("scan spec = %+v, want detectors [secrets], timeoutMillis 1500, the CRD's default action Redact and the ticket pattern withholding", r)

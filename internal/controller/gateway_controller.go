@@ -102,7 +102,7 @@ func ListPolicies(ctx context.Context, c client.Reader, namespace string) (compi
 		if err := c.List(ctx, l, client.InNamespace(namespace)); err != nil {
 			return compile.Policies{}, fmt.Errorf("listing %s: %w", k.Resource, err)
 		}
-		k.SetItems(&p, l)
+		p.SetItems(k, l)
 	}
 	return p, nil
 }

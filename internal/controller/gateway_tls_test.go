@@ -135,7 +135,7 @@ func (g *tlsGateway) presentedSerial(roots []byte, serverName string, now time.T
 func pushConfig(t *testing.T, n int) *gatewayconfig.Config {
 	t.Helper()
 	cfg, _ := compile.Compile(compile.Gateway{Namespace: "ns", Labels: map[string]string{"app": "gw"}},
-		compile.Policies{Autonomy: []policyv1alpha1.AutonomyPolicy{compiledPolicy("p", "u-p", int64(n), fmt.Sprintf("**/.secret-%d", n))}})
+		compile.PoliciesOf(compile.ObjectsOf[policyv1alpha1.AutonomyPolicy](compiledPolicy("p", "u-p", int64(n), fmt.Sprintf("**/.secret-%d", n)))))
 	if cfg == nil {
 		t.Fatal("the test policy did not compile")
 	}

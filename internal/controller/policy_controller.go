@@ -22,7 +22,6 @@ import (
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/compile"
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 )
 
 // PolicyStatusReconciler keeps one policy kind's status current: Accepted
@@ -130,9 +129,6 @@ func (r *PolicyStatusReconciler) verdict(ctx context.Context, obj compile.Object
 		}
 	}
 	_, verdict = compile.One(obj)
-	if r.Store != nil {
-		r.Store.compiles.Add(1)
-	}
 	compilesTotal.Inc()
 	return verdict, nil
 }
@@ -156,8 +152,8 @@ func (v storeView) Enforces(pod *corev1.Pod) bool {
 }
 
 func (v storeView) Degraded(pod *corev1.Pod) bool {
-	return v.store.Degraded(pod, compile.HookName(compile.Ref(gatewayconfig.KindPluginHook, metav1.ObjectMeta{
-		Namespace: v.obj.GetNamespace(), Name: v.obj.GetName()})))
+	k, ok := compile.KindFor(v.obj)
+	return ok && v.store.Degraded(pod, compile.HookName(compile.RefOf(k.Kind, v.obj)))
 }
 
 // DesiredStatus computes a policy's status from its spec, whether it compiles
@@ -165,7 +161,8 @@ func (v storeView) Degraded(pod *corev1.Pod) bool {
 // gateway pods of its namespace (pure: no API calls). current supplies
 // existing conditions so unchanged ones keep their transition time. view, when
 // not nil (the controller pushes), makes the status report gateways.enforcing,
-// the Enforced condition and, for a PluginHook, the Degraded condition.
+// the Enforced condition and, for a kind that reports it (a PluginHook's
+// plugin), the Degraded condition.
 func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, verdict error, pods []corev1.Pod,
 	view GatewayView) policyv1alpha1.PolicyStatus {
 	desired := *current.DeepCopy()
@@ -207,7 +204,7 @@ func DesiredStatus(obj client.Object, current *policyv1alpha1.PolicyStatus, verd
 	if view == nil {
 		return desired
 	}
-	if _, isPlugin := obj.(*policyv1alpha1.PluginHook); isPlugin {
+	if k, ok := compile.KindFor(obj); ok && k.ReportsDegraded {
 		d := metav1.Condition{Type: policyv1alpha1.ConditionDegraded, ObservedGeneration: obj.GetGeneration(),
 			Status: metav1.ConditionFalse, Reason: policyv1alpha1.ReasonPluginHealthy,
 			Message: "No gateway reports this plugin failing"}

@@ -3,7 +3,6 @@ package controller
 import (
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,8 +34,6 @@ type Store struct {
 	cmu       sync.Mutex
 	groups    map[string]map[string]*group
 	podGroups map[types.NamespacedName]string
-	compiles  atomic.Uint64
-	reuses    atomic.Uint64
 	// Pushing is true when a Pusher delivers configurations, so Enforced is reported.
 	Pushing bool
 }

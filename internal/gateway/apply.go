@@ -82,8 +82,7 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 		Audit:       s.opts.Audit,
 		DecisionLog: s.opts.DecisionLog,
 		MaskReason:  s.opts.MaskReason,
-		State:       s.state,
-		Plugins:     s.opts.Plugins,
+		Runtime:     []any{s.state, s.opts.Plugins},
 		Traits:      s.opts.ToolTraits,
 	})
 	if err != nil {
@@ -109,7 +108,7 @@ func (s *Server) Apply(ctx context.Context, cfg *gatewayconfig.Config, source st
 	if noPolicy == "" {
 		// A list with no policy denies everything; the budgets and windows of
 		// the policies it lacks are kept for when they return.
-		gatewayconfig.RetainState(s.state, &own)
+		s.state.RetainLive(own.Live())
 	}
 	if s.opts.OnApplied != nil {
 		s.opts.OnApplied(&own)

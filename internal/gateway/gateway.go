@@ -33,6 +33,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/hooks/contract"
+	"github.com/toolhooks/toolhooks/internal/plugins"
 	"github.com/toolhooks/toolhooks/internal/sandbox"
 	"github.com/toolhooks/toolhooks/internal/tools"
 	"github.com/toolhooks/toolhooks/internal/wire"
@@ -136,7 +137,7 @@ type Options struct {
 	DenialQueueSize int
 	// Plugins builds PluginHook runtimes; nil makes every plugin fail, so its
 	// failure policy applies.
-	Plugins gatewayconfig.PluginFactory
+	Plugins plugins.Factory
 	// Degraded, when set, returns the plugin hooks whose circuit breaker is
 	// open, reported by GET /v1/config.
 	Degraded func() []string

@@ -17,6 +17,7 @@ import (
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
+	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 	"github.com/toolhooks/toolhooks/internal/plugins"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
@@ -171,7 +172,9 @@ func TestABadPushIsRejectedAndTheLastGoodConfigurationStays(t *testing.T) {
 	e.mustPush(good)
 
 	badGlob := compileYAML(t, e.ws, basePolicy)
-	badGlob.Hooks[1].Autonomy.ForbiddenPathGlobs = []string{"[unclosed"}
+	a := specOf[*autonomy.Config](t, badGlob.Hooks[1])
+	a.ForbiddenPathGlobs = []string{"[unclosed"}
+	badGlob.Hooks[1].Spec = gatewayconfig.MarshalSpec(a)
 	badGlob.Revision = ""
 	wrongRevision := compileYAML(t, e.ws, basePolicy+"---\n"+budgetPolicy)
 	wrongRevision.Revision = good.Revision
@@ -593,4 +596,14 @@ func grep(text, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// specOf returns h's decoded spec, of type T.
+func specOf[T hooks.Spec](t testing.TB, h gatewayconfig.Hook) T {
+	t.Helper()
+	spec, err := h.Decode()
+	if err != nil {
+		t.Fatalf("decoding %s: %v", h.Name, err)
+	}
+	return spec.(T)
 }

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"fmt"
+	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,7 +33,7 @@ func BenchmarkToolCallResult4K(b *testing.B) {
 
 func benchToolCallResult(b *testing.B, scan bool) {
 	srv, _ := benchGateway(b)
-	ws := srv.Config().Hooks[1].Autonomy.WorkspaceRoot
+	ws := specOf[*autonomy.Config](b, srv.Config().Hooks[1]).WorkspaceRoot
 	// 4 KB of ordinary Go source: the standard library's HTTP server.
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
@@ -47,8 +48,8 @@ func benchToolCallResult(b *testing.B, scan bool) {
 	}
 	if scan {
 		cfg := *srv.Config()
-		cfg.Hooks = append(slices.Clone(cfg.Hooks), gatewayconfig.Hook{Name: "ResultPolicy/default/secrets", Kind: gatewayconfig.KindResultPolicy,
-			Result: &resultscan.Spec{Tools: []string{"read_file"}, Detectors: []string{resultscan.SetSecrets}}})
+		cfg.Hooks = append(slices.Clone(cfg.Hooks), gatewayconfig.Hook{Name: "ResultPolicy/default/secrets", Kind: resultscan.KindName,
+			Spec: gatewayconfig.MarshalSpec(&resultscan.Spec{Tools: []string{"read_file"}, Detectors: []string{resultscan.SetSecrets}})})
 		cfg.Revision, cfg.IssuedAt = "", cfg.IssuedAt+1
 		if _, err := srv.Apply(b.Context(), &cfg, "bench"); err != nil {
 			b.Fatal(err)

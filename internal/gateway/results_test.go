@@ -25,9 +25,9 @@ var fakeGitHubToken = "ghp_" + "8Rf3kXq9PzL2mN7vB4cT1wY6hJ0sD5aE2gKq"
 func (e *env) pushWithResultPolicy(action resultscan.Action) {
 	e.t.Helper()
 	cfg := compileYAML(e.t, e.ws, basePolicy)
-	cfg.Hooks = append(cfg.Hooks, gatewayconfig.Hook{Name: "ResultPolicy/default/no-secrets", Kind: gatewayconfig.KindResultPolicy,
+	cfg.Hooks = append(cfg.Hooks, gatewayconfig.Hook{Name: "ResultPolicy/default/no-secrets", Kind: resultscan.KindName,
 		Policy: hooks.PolicyRef{Kind: "ResultPolicy", Namespace: "default", Name: "no-secrets"},
-		Result: &resultscan.Spec{Tools: []string{"shell"}, Detectors: []string{resultscan.SetSecrets}, Action: action}})
+		Spec:   gatewayconfig.MarshalSpec(&resultscan.Spec{Tools: []string{"shell"}, Detectors: []string{resultscan.SetSecrets}, Action: action})})
 	cfg.Revision = gatewayconfig.ComputeRevision(cfg.Hooks)
 	e.mustPush(cfg)
 }

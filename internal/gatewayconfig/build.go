@@ -8,85 +8,14 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
-	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
-	"github.com/toolhooks/toolhooks/internal/hooks/contract"
-	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
-	"github.com/toolhooks/toolhooks/internal/plugins"
 )
 
-// Kind says which hook implementation an entry configures.
+// Kind says which hook implementation an entry configures: KindAuditLog or
+// the name of a kind registered with hooks.RegisterKind.
 type Kind string
 
-// Hook kinds, in the order the compiler places them.
-const (
-	KindAuditLog       Kind = "AuditLog"
-	KindAutonomyPolicy Kind = "AutonomyPolicy"
-	KindContractPolicy Kind = "ContractPolicy"
-	KindPluginHook     Kind = "PluginHook"
-	KindResultPolicy   Kind = "ResultPolicy"
-)
-
-// kind is what this package knows of one hook kind; everything else is in
-// the kind's own package.
-type kind struct {
-	// hasSpec reports whether h carries this kind's spec; nil for a kind
-	// without one.
-	hasSpec func(h *Hook) bool
-	// validate checks h's spec without touching the file system.
-	validate func(h *Hook) error
-	// build returns the entry's hook and whether its failures let calls through.
-	build func(h *Hook, opts *BuildOptions) (hk hooks.Hook, failOpen bool, err error)
-	// decidesNothing marks kinds that never decide on a call before it runs
-	// (the AuditLog, result policies).
-	decidesNothing bool
-}
-
-// kinds is the table of hook kinds.
-var kinds = map[Kind]kind{
-	KindAuditLog: {
-		decidesNothing: true,
-		build: func(_ *Hook, o *BuildOptions) (hooks.Hook, bool, error) {
-			return audit.New(o.Audit, audit.WithDecisionLog(o.DecisionLog), audit.WithReasonMask(o.MaskReason)), false, nil
-		},
-	},
-	KindAutonomyPolicy: {
-		hasSpec:  func(h *Hook) bool { return h.Autonomy != nil },
-		validate: func(h *Hook) error { return autonomy.Validate(*h.Autonomy) },
-		build: func(h *Hook, o *BuildOptions) (hooks.Hook, bool, error) {
-			a, err := autonomy.Build(h.Name, *h.Autonomy, o.env())
-			return a, false, err
-		},
-	},
-	KindContractPolicy: {
-		hasSpec:  func(h *Hook) bool { return h.Contract != nil },
-		validate: func(h *Hook) error { return contract.Validate(h.Contract) },
-		build: func(h *Hook, o *BuildOptions) (hooks.Hook, bool, error) {
-			c, err := contract.Build(h.Name, h.stateKey(), h.Contract, o.env(), o.State)
-			return c, false, err
-		},
-	},
-	KindPluginHook: {
-		hasSpec:  func(h *Hook) bool { return h.Plugin != nil },
-		validate: func(h *Hook) error { return plugins.Validate(h.Plugin) },
-		build: func(h *Hook, o *BuildOptions) (hooks.Hook, bool, error) {
-			ref := plugins.Ref{Name: h.Name, Policy: h.Policy, Spec: h.Plugin}
-			if o.Plugins == nil {
-				return plugins.Unavailable(ref), h.Plugin.FailOpen, nil
-			}
-			p, err := o.Plugins(ref)
-			return p, h.Plugin.FailOpen, err
-		},
-	},
-	KindResultPolicy: {
-		decidesNothing: true,
-		hasSpec:        func(h *Hook) bool { return h.Result != nil },
-		validate:       func(h *Hook) error { return resultscan.Validate(h.Result) },
-		build: func(h *Hook, _ *BuildOptions) (hooks.Hook, bool, error) {
-			r, err := resultscan.Build(h.Name, h.Result)
-			return r, false, err
-		},
-	},
-}
+// KindAuditLog is the kind of the list's first entry, which records every call.
+const KindAuditLog Kind = "AuditLog"
 
 // errNoDecisionLog makes a policy that requires the decision log
 // unenforceable on a gateway that does not write it.
@@ -96,9 +25,6 @@ var errNoDecisionLog = errors.New("it requires the decision log, which this gate
 // cannot build it (for example, it names a workspace root other than the
 // gateway's).
 const RuleUnenforceable = "policyUnenforceable"
-
-// PluginFactory builds the runtime hook of a PluginHook entry.
-type PluginFactory func(r plugins.Ref) (hooks.Hook, error)
 
 // BuildOptions are the gateway's side of building a configuration.
 type BuildOptions struct {
@@ -113,35 +39,48 @@ type BuildOptions struct {
 	// MaskReason replaces the secrets a decision's reason quotes in its
 	// audit record; nil keeps reasons as they are.
 	MaskReason func(context.Context, string) string
-	// State keeps contract policies' runtime state (budgets, windows) across
-	// builds; nil keeps none.
-	State *contract.State
-	// Plugins builds PluginHook runtimes; nil makes every plugin fail, so its
-	// failure policy applies.
-	Plugins PluginFactory
+	// Runtime holds what kinds need of the gateway, each kind finding its
+	// own by type (hooks.RuntimeOf): the contract policies' state kept across
+	// builds (a *contract.State), the plugin runtime (a plugins.Factory).
+	Runtime []any
 	// Traits are what the gateway knows about its own tools (the upstream
 	// MCP tools it fronts); every AutonomyPolicy entry adds them to its own
 	// pathArgs and readOnlyTools.
 	Traits hooks.ToolTraits
 }
 
-func (o *BuildOptions) env() hooks.BuildEnv {
-	return hooks.BuildEnv{Workspace: o.Workspace, Traits: o.Traits}
-}
-
-// Build validates cfg (an invalid one is an error, and nothing is built) and
-// turns it into the executor's ordered entries: one pass of validation, one
-// of building. A policy the gateway cannot build (it names another workspace
-// root, say) fails closed: its entry denies every call with
-// RuleUnenforceable and the reason.
+// Build turns cfg into the executor's ordered entries; an invalid cfg is an
+// error, and nothing is built. Each spec is built once: only an entry that
+// fails to build is built again without the file system, to tell an invalid
+// spec (cfg is invalid) from a policy the gateway cannot enforce (it names
+// another workspace root, say), which fails closed: its entry denies every
+// call with RuleUnenforceable and the reason.
 func Build(cfg *Config, opts BuildOptions) ([]hooks.Entry, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.checkList(); err != nil {
 		return nil, err
 	}
+	specs := make([]hooks.Spec, len(cfg.Hooks))
+	for i := range cfg.Hooks {
+		spec, err := cfg.Hooks[i].decodeChecked()
+		if err != nil {
+			return nil, fmt.Errorf("hook %s: %w", cfg.Hooks[i].Name, err)
+		}
+		specs[i] = spec
+	}
+	env := hooks.BuildEnv{Workspace: opts.Workspace, Traits: opts.Traits, Runtime: opts.Runtime}
 	entries := make([]hooks.Entry, 0, len(cfg.Hooks))
 	for i := range cfg.Hooks {
-		h := &cfg.Hooks[i]
-		hook, failOpen, err := kinds[h.Kind].build(h, &opts)
+		h, spec := &cfg.Hooks[i], specs[i]
+		var hook hooks.Hook
+		var failOpen bool
+		var err error
+		if spec == nil {
+			hook = audit.New(opts.Audit, audit.WithDecisionLog(opts.DecisionLog), audit.WithReasonMask(opts.MaskReason))
+		} else if hook, failOpen, err = spec.Build(h.ref(), &env); err != nil {
+			if _, _, invalid := spec.Build(h.ref(), &hooks.BuildEnv{Validate: true}); invalid != nil {
+				return nil, fmt.Errorf("hook %s: %w", h.Name, invalid)
+			}
+		}
 		if err == nil && h.RequireDecisionLog && opts.DecisionLog == nil {
 			err = errNoDecisionLog
 		}
@@ -219,9 +158,6 @@ func (u unbound) DeniesOutright(call *hooks.Call) (hooks.Verdict, bool) {
 		"every policy's subjects leave the call out, and a call no policy binds is denied.",
 		who, call.SessionID, call.ChannelID)), true
 }
-
-// RetainState forgets, in state, the contract policies cfg does not hold.
-func RetainState(state *contract.State, cfg *Config) { state.Retain(cfg.contracts()) }
 
 // unenforceable stands in for a policy the gateway could not build: it denies
 // every call.

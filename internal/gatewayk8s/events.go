@@ -3,6 +3,7 @@ package gatewayk8s
 import (
 	"context"
 	"fmt"
+	"github.com/toolhooks/toolhooks/internal/authn/tokenreview"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
@@ -51,6 +52,13 @@ type Events struct {
 }
 
 var _ gateway.DenialSink = (*Events)(nil)
+
+// The gateway reviews tokens (tokenreview.TokenReview authenticates its
+// pushes and callers) and records Events.
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch,namespace=system
+
+var _ gateway.Authenticator = (*tokenreview.TokenReview)(nil)
 
 // NewEvents starts an events broadcaster writing through cs; Stop ends it.
 func NewEvents(ctx context.Context, cs kubernetes.Interface, o EventSinkOptions) (*Events, error) {

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -25,6 +26,13 @@ type BuildEnv struct {
 	Workspace string
 	// Traits describe the tools the gateway serves beyond the built-in ones.
 	Traits ToolTraits
+	// Validate builds to check a spec, not to use the hook: nothing may
+	// touch the file system, and Runtime is empty.
+	Validate bool
+	// Runtime holds what kinds need of the process that builds them, each
+	// kind finding its own by type (RuntimeOf): the contract state, the
+	// plugin runtime.
+	Runtime []any
 }
 
 // ToolTraits describe tools a gateway serves beyond the built-in ones (the
@@ -75,4 +83,30 @@ func ExactToolNames(lists ...[]string) []string {
 type Scoped interface {
 	// Subjects returns the policy's subjects; nil binds every call.
 	Subjects() *SubjectMatcher
+}
+
+// FieldError is a spec validation error at a field path ("maxToolCalls",
+// "ask.afterCalls"), relative to the spec that holds it.
+type FieldError struct {
+	Path string
+	Err  error
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// FieldErr returns a FieldError at path with the message of format and args.
+func FieldErr(path, format string, args ...any) error {
+	return &FieldError{Path: path, Err: fmt.Errorf(format, args...)}
+}
+
+// UnderField returns err with its field path, if it has one, under parent:
+// a FieldError at "maxToolCalls" under "spec" is at "spec.maxToolCalls".
+// Other errors are returned as they are.
+func UnderField(parent string, err error) error {
+	if fe, ok := err.(*FieldError); ok {
+		return &FieldError{Path: parent + "." + fe.Path, Err: fe.Err}
+	}
+	return err
 }

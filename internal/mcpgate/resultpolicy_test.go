@@ -30,9 +30,9 @@ var (
 func withResultPolicy(t *testing.T, e *env, action resultscan.Action) {
 	t.Helper()
 	cfg := compileYAML(t, e.ws, codingPolicy)
-	ref := hooks.PolicyRef{Kind: string(gatewayconfig.KindResultPolicy), Namespace: "default", Name: "no-secrets", UID: "u1", Generation: 1}
-	cfg.Hooks = append(cfg.Hooks, gatewayconfig.Hook{Name: "ResultPolicy/default/no-secrets", Kind: gatewayconfig.KindResultPolicy,
-		Policy: ref, Result: &resultscan.Spec{Tools: []string{"*"}, Detectors: []string{resultscan.SetSecrets}, Action: action}})
+	ref := hooks.PolicyRef{Kind: string(resultscan.KindName), Namespace: "default", Name: "no-secrets", UID: "u1", Generation: 1}
+	cfg.Hooks = append(cfg.Hooks, gatewayconfig.Hook{Name: "ResultPolicy/default/no-secrets", Kind: resultscan.KindName,
+		Policy: ref, Spec: gatewayconfig.MarshalSpec(&resultscan.Spec{Tools: []string{"*"}, Detectors: []string{resultscan.SetSecrets}, Action: action})})
 	cfg.Revision = ""
 	if _, err := e.srv.Apply(context.Background(), cfg, "test"); err != nil {
 		t.Fatal(err)
@@ -157,8 +157,8 @@ func TestOnlyResultPoliciesDenyEveryCall(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	cfg := &gatewayconfig.Config{Hooks: []gatewayconfig.Hook{
 		{Name: "AuditLog", Kind: gatewayconfig.KindAuditLog},
-		{Name: "ResultPolicy/default/r", Kind: gatewayconfig.KindResultPolicy,
-			Result: &resultscan.Spec{Tools: []string{"*"}, Detectors: []string{resultscan.SetSecrets}}},
+		{Name: "ResultPolicy/default/r", Kind: resultscan.KindName,
+			Spec: gatewayconfig.MarshalSpec(&resultscan.Spec{Tools: []string{"*"}, Detectors: []string{resultscan.SetSecrets}})},
 	}}
 	if _, err := e.srv.Apply(context.Background(), cfg, "test"); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -117,11 +118,28 @@ var ErrRuntimeUnavailable = errors.New("no plugin runtime is available here to c
 // Unavailable returns the hook of a PluginHook entry where no plugin can be
 // called: it fails the before-calls the plugin subscribed to, so its failure
 // policy applies to exactly those; other calls never reach a plugin.
-func Unavailable(r Ref) hooks.Hook { return unavailable{name: r.Name, spec: r.Spec} }
+func Unavailable(r Ref) hooks.Hook { return unavailable{name: r.Name, policy: r.Policy, spec: r.Spec} }
 
 type unavailable struct {
-	name string
-	spec *Spec
+	name   string
+	policy hooks.PolicyRef
+	spec   *Spec
+}
+
+var _ hooks.OfflineNoter = unavailable{}
+
+// OfflineNote says which calls a plugin that fails open lets through
+// uncalled; a Fail plugin's denials explain themselves.
+func (p unavailable) OfflineNote() string {
+	if !p.spec.Before || !p.spec.FailOpen {
+		return ""
+	}
+	tools := "every tool"
+	if len(p.spec.Tools) > 0 {
+		tools = strings.Join(p.spec.Tools, ", ")
+	}
+	return fmt.Sprintf("%s %s/%s is not called offline; its failurePolicy Ignore allows the calls to %s",
+		p.policy.Kind, p.policy.Namespace, p.policy.Name, tools)
 }
 
 func (p unavailable) Name() string { return p.name }

@@ -181,7 +181,7 @@ func decodeObject(js []byte, where string, p *compile.Policies, seen map[string]
 	if err == nil {
 		o := kind.New()
 		if err = strict(admitted, o); err == nil {
-			kind.Append(p, o)
+			p.Add(o)
 		}
 	}
 	if err != nil {
@@ -243,7 +243,7 @@ func strict(js []byte, v any) error {
 func keys(p compile.Policies) []string {
 	out := make([]string, 0, p.Len())
 	for _, k := range compile.Kinds {
-		for _, o := range k.Objects(&p) {
+		for _, o := range p.Of(k.Kind) {
 			out = append(out, string(k.Kind)+" "+o.GetNamespace()+"/"+o.GetName())
 		}
 	}

@@ -2,6 +2,9 @@ package policyfile_test
 
 import (
 	"errors"
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
+	"github.com/toolhooks/toolhooks/internal/plugins"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,10 +54,11 @@ func TestParseReadsEveryKindAndAppliesTheCRDDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Autonomy) != 1 || len(p.Contracts) != 1 || len(p.Plugins) != 1 {
-		t.Fatalf("got %d autonomy, %d contract, %d plugin objects, want one each", len(p.Autonomy), len(p.Contracts), len(p.Plugins))
+	if len(p.Of("AutonomyPolicy")) != 1 || len(p.Of("ContractPolicy")) != 1 || len(p.Of("PluginHook")) != 1 {
+		t.Fatalf("got %d autonomy, %d contract, %d plugin objects, want one each", len(p.Of("AutonomyPolicy")), len(p.Of("ContractPolicy")), len(p.Of("PluginHook")))
 	}
-	a, c, pl := p.Autonomy[0], p.Contracts[0], p.Plugins[0]
+	a, c, pl := p.Of("AutonomyPolicy")[0].(*policyv1alpha1.AutonomyPolicy), p.Of("ContractPolicy")[0].(*policyv1alpha1.ContractPolicy),
+		p.Of("PluginHook")[0].(*policyv1alpha1.PluginHook)
 	if a.Namespace != "default" || c.Namespace != "team-a" || pl.Namespace != "default" {
 		t.Errorf("namespaces = %q, %q, %q; want default, team-a, default", a.Namespace, c.Namespace, pl.Namespace)
 	}
@@ -84,7 +88,7 @@ func TestALoadedPluginCompilesWithTheCRDDefaults(t *testing.T) {
 	if len(got.Hooks) != 3 {
 		t.Fatalf("got %d hooks, want AuditLog, the autonomy policy and the plugin", len(got.Hooks))
 	}
-	if pl := got.Hooks[2].Plugin; pl == nil || pl.TimeoutMillis != 5000 || pl.FailOpen {
+	if pl := gatewayconfig.SpecAs[*plugins.Spec](got.Hooks[2]); pl == nil || pl.TimeoutMillis != 5000 || pl.FailOpen {
 		t.Errorf("plugin compiled to %+v, want a 5s fail-closed plugin", pl)
 	}
 }
@@ -106,7 +110,7 @@ items:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Contracts) != 1 || len(p.Autonomy) != 1 || p.Autonomy[0].Spec.Mode != policyv1alpha1.AutonomyReadOnly {
+	if len(p.Of("ContractPolicy")) != 1 || len(p.Of("AutonomyPolicy")) != 1 || p.Of("AutonomyPolicy")[0].(*policyv1alpha1.AutonomyPolicy).Spec.Mode != policyv1alpha1.AutonomyReadOnly {
 		t.Fatalf("got %+v", p)
 	}
 }
@@ -172,7 +176,7 @@ func TestLoadDirReadsPolicyFilesInNameOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Autonomy) != 1 || len(p.Contracts) != 2 || p.Contracts[0].Name != "budget" || p.Contracts[1].Name != "json" {
+	if len(p.Of("AutonomyPolicy")) != 1 || len(p.Of("ContractPolicy")) != 2 || p.Of("ContractPolicy")[0].(*policyv1alpha1.ContractPolicy).Name != "budget" || p.Of("ContractPolicy")[1].(*policyv1alpha1.ContractPolicy).Name != "json" {
 		t.Fatalf("got %+v", p)
 	}
 	cfg, outcomes := compile.Compile(compile.Gateway{Namespace: "default"}, p)
@@ -246,10 +250,10 @@ func TestALoadedResultPolicyCompilesWithTheCRDDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Results) != 1 || len(p.Contracts) != 1 {
-		t.Fatalf("got %d result and %d contract objects, want one each", len(p.Results), len(p.Contracts))
+	if len(p.Of("ResultPolicy")) != 1 || len(p.Of("ContractPolicy")) != 1 {
+		t.Fatalf("got %d result and %d contract objects, want one each", len(p.Of("ResultPolicy")), len(p.Of("ContractPolicy")))
 	}
-	r := p.Results[0]
+	r := p.Of("ResultPolicy")[0].(*policyv1alpha1.ResultPolicy)
 	if r.Namespace != "default" || r.Spec.Action != policyv1alpha1.ResultRedact || r.Spec.EnforcementAction != policyv1alpha1.EnforcementDeny {
 		t.Errorf("namespace %q, action %q, enforcementAction %q; want default, Redact, Deny", r.Namespace, r.Spec.Action, r.Spec.EnforcementAction)
 	}
@@ -257,10 +261,10 @@ func TestALoadedResultPolicyCompilesWithTheCRDDefaults(t *testing.T) {
 	if len(outcomes) != 1 || outcomes[0].Err != nil { // one per policy of the gateway's namespace
 		t.Fatalf("outcomes = %+v, want the result policy's, compiled", outcomes)
 	}
-	if len(got.Hooks) != 2 || got.Hooks[1].Result == nil {
+	if len(got.Hooks) != 2 || gatewayconfig.SpecAs[*resultscan.Spec](got.Hooks[1]) == nil {
 		t.Fatalf("hooks = %+v, want AuditLog and the result policy (the contract is in team-a)", got.Hooks)
 	}
-	s := got.Hooks[1].Result
+	s := gatewayconfig.SpecAs[*resultscan.Spec](got.Hooks[1])
 	if s.TimeoutMillis != 2000 || s.Action != "Redact" || len(s.Patterns) != 1 || s.Patterns[0].Action != "Withhold" ||
 		len(s.RemoveLines) != 1 || s.RemoveLines[0].Action != "" {
 		t.Errorf("scan spec = %+v", s)

@@ -30,8 +30,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/toolhooks/toolhooks/internal/authn/tokenreview"
 	"github.com/toolhooks/toolhooks/internal/controller"
-	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
 	"github.com/toolhooks/toolhooks/internal/testenv"
 )
 
@@ -739,7 +739,7 @@ func TestChartRBACLetsThePushHandshakeWorkAndNothingMore(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	review := &gatewayk8s.TokenReview{Client: gatewayCS.AuthenticationV1().TokenReviews(),
+	review := &tokenreview.TokenReview{Client: gatewayCS.AuthenticationV1().TokenReviews(),
 		Audience: argValue(t, gArgs, "push-audience"), Allowed: []string{argValue(t, gArgs, "controller-identity")}}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://gateway/v1/config", nil)
 	req.Header.Set("Authorization", "Bearer "+token)

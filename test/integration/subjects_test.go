@@ -21,9 +21,9 @@ import (
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/authn"
+	"github.com/toolhooks/toolhooks/internal/authn/tokenreview"
 	"github.com/toolhooks/toolhooks/internal/compile"
 	"github.com/toolhooks/toolhooks/internal/gateway"
-	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
 	"github.com/toolhooks/toolhooks/internal/hooks/audit"
 	"github.com/toolhooks/toolhooks/internal/wire"
 )
@@ -65,7 +65,7 @@ func TestPoliciesBindOnlyTheServiceAccountTheyName(t *testing.T) {
 	if err := testEnv.Client.List(ctx, &cl, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
-	stored.Autonomy, stored.Contracts = al.Items, cl.Items
+	stored = compile.PoliciesOf(compile.ObjectsOf(al.Items...), compile.ObjectsOf(cl.Items...))
 	cfg, outcomes := compile.Compile(compile.Gateway{Namespace: ns}, stored)
 	for _, o := range outcomes {
 		if o.Err != nil {
@@ -79,7 +79,7 @@ func TestPoliciesBindOnlyTheServiceAccountTheyName(t *testing.T) {
 	}
 	discard := audit.SinkFunc(func(context.Context, audit.Record) error { return nil })
 	srv, err := gateway.New(gateway.Options{Workspace: ws, Logger: slog.New(slog.DiscardHandler), Audit: discard,
-		Callers: &authn.Request{Tokens: &gatewayk8s.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: audience, AnyUser: true}}})
+		Callers: &authn.Request{Tokens: &tokenreview.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: audience, AnyUser: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}

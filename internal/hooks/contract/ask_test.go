@@ -130,7 +130,7 @@ func TestContractAskAfterCallsAsksPastTheFirstN(t *testing.T) {
 	if r := call("t"); r.Status != hooks.StatusSucceeded {
 		t.Fatalf("another session's first call: %+v %+v", r, r.Denial)
 	}
-	for _, bad := range []*Ask{{AfterCalls: -1}, {AfterCalls: MaxToolCallsLimit}} {
+	for _, bad := range []*Ask{{AfterCalls: -1}, {AfterCalls: MaxAfterCalls + 1}} {
 		if err := (&Contract{Ask: bad}).Validate(); err == nil {
 			t.Errorf("ask %+v accepted", bad)
 		}

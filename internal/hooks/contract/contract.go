@@ -35,8 +35,6 @@ const (
 	RuleAllowedPaths = "allowedPaths"
 	// RuleInvalidArguments denies a call whose arguments cannot be checked.
 	RuleInvalidArguments = "invalidArguments"
-	// RuleInvalidContract denies a call governed by a contract that is not valid.
-	RuleInvalidContract = "invalidContract"
 )
 
 // ErrInvalidContract is wrapped by every Contract validation error; it wraps
@@ -44,8 +42,20 @@ const (
 // hooks.ErrInvalidPath.
 var ErrInvalidContract = fmt.Errorf("invalid contract: %w", hooks.ErrInvalidSpec)
 
-// MaxToolCallsLimit is the largest accepted Contract.MaxToolCalls.
-const MaxToolCallsLimit = 1<<31 - 1
+// The bounds of a contract's counts. The ContractPolicy CRD states the same
+// numbers in its kubebuilder markers, which take only literals; a test of
+// internal/compile fails when the two differ.
+const (
+	// MaxToolCallsLimit is the largest accepted MaxToolCalls and
+	// maxToolCallsPerSender calls.
+	MaxToolCallsLimit = 10_000_000
+	// MaxAfterCalls is the largest accepted ask afterCalls.
+	MaxAfterCalls = 1<<31 - 2
+)
+
+// askOnlyBudget is the session budget of a contract whose calls only its ask
+// rules count: more than any afterCalls, so it never denies.
+const askOnlyBudget = MaxAfterCalls + 1
 
 // Contract is the set of limits that governs one session.
 type Contract struct {
@@ -124,11 +134,11 @@ func (c *Contract) Validate() error {
 		return fmt.Errorf("%w: nil contract", ErrInvalidContract)
 	}
 	if c.MaxToolCalls < 0 || c.MaxToolCalls > MaxToolCallsLimit {
-		return fmt.Errorf("%w: maxToolCalls %d must be between 0 and %d", ErrInvalidContract, c.MaxToolCalls, MaxToolCallsLimit)
+		return hooks.FieldErr("maxToolCalls", "must be ≥ 0 and ≤ %d, not %d: %w", MaxToolCallsLimit, c.MaxToolCalls, ErrInvalidContract)
 	}
 	calls, window := c.perSender()
 	if calls < 0 || calls > MaxToolCallsLimit {
-		return fmt.Errorf("%w: maxToolCallsPerSender calls %d must be between 0 and %d", ErrInvalidContract, calls, MaxToolCallsLimit)
+		return hooks.FieldErr("maxToolCallsPerSender.calls", "must be ≥ 0 and ≤ %d, not %d: %w", MaxToolCallsLimit, calls, ErrInvalidContract)
 	}
 	if calls > 0 && (window < time.Minute || window > 720*time.Hour) {
 		return fmt.Errorf("%w: maxToolCallsPerSender window %s must be between 1m and 720h", ErrInvalidContract, window)
@@ -155,8 +165,8 @@ func (a *Ask) validate() error {
 	if len(a.Tools) == 0 && a.AfterCalls == 0 {
 		return fmt.Errorf("%w: ask needs a tool pattern or afterCalls", ErrInvalidContract)
 	}
-	if a.AfterCalls < 0 || a.AfterCalls >= MaxToolCallsLimit {
-		return fmt.Errorf("%w: ask afterCalls %d must be between 1 and %d", ErrInvalidContract, a.AfterCalls, MaxToolCallsLimit-1)
+	if a.AfterCalls < 0 || a.AfterCalls > MaxAfterCalls {
+		return hooks.FieldErr("ask.afterCalls", "must be ≥ 1 and ≤ %d, not %d: %w", MaxAfterCalls, a.AfterCalls, ErrInvalidContract)
 	}
 	for _, p := range a.Tools {
 		if !doublestar.ValidatePattern(p) {
@@ -201,7 +211,7 @@ func (a *Ask) asks(call *hooks.Call, nth int) (hooks.Verdict, bool) {
 // only the ask rules count the session's calls, a budget no session reaches.
 func (c *Contract) counted() int {
 	if c.MaxToolCalls == 0 && c.Ask != nil && c.Ask.AfterCalls > 0 {
-		return MaxToolCallsLimit
+		return askOnlyBudget
 	}
 	return c.MaxToolCalls
 }

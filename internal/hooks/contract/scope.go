@@ -200,10 +200,6 @@ const nthUnknown = -1
 // session slot (0 when none was taken, nthUnknown when it could not be).
 func (h *ContractScope) decide(ctx context.Context, call *hooks.Call) (hooks.Verdict, int, error) {
 	c := h.contract
-	if c.MaxToolCalls < 0 || c.MaxToolCalls > MaxToolCallsLimit {
-		return hooks.Deny(RuleInvalidContract, fmt.Sprintf(
-			"The contract for session %q has an invalid maxToolCalls (%d)", call.SessionID, c.MaxToolCalls)), 0, nil
-	}
 	if h.budgets != nil && c.MaxToolCalls > 0 && h.budgets.exhausted(budgetKey(call), c.MaxToolCalls) {
 		return DenyOverBudget(&Reservation{Call: call, MaxToolCalls: c.MaxToolCalls}), 0, nil
 	}

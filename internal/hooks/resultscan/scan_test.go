@@ -252,33 +252,3 @@ func TestFiftyMegabytesScannedWhole(t *testing.T) {
 		t.Errorf("findings %+v", o.Findings)
 	}
 }
-
-func TestScanValue(t *testing.T) {
-	s := mustNew(t, Config{Detectors: []string{SetSecrets}})
-	v := map[string]any{
-		"items":  []any{map[string]any{"token": githubPAT, "n": 3.0}, "plain", true, nil},
-		awsKeyID: "a key as a key",
-		"db":     "postgres://u:" + dbPassword + "@h/x",
-	}
-	out, o, err := s.ScanValue(context.Background(), v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := out.(map[string]any)
-	if m["items"].([]any)[0].(map[string]any)["token"] != RedactedMarker("github-token") {
-		t.Errorf("%+v", m)
-	}
-	if _, ok := m[RedactedMarker("aws-access-key-id")]; !ok {
-		t.Errorf("a key was not redacted: %+v", m)
-	}
-	if v["db"] != "postgres://u:"+dbPassword+"@h/x" {
-		t.Error("the input value was changed")
-	}
-	if len(o.Findings) != 3 {
-		t.Errorf("%+v", o.Findings)
-	}
-	w := mustNew(t, Config{Detectors: []string{SetSecrets}, Action: Withhold})
-	if out, o, err := w.ScanValue(context.Background(), v); err != nil || out != nil || !o.Withheld {
-		t.Errorf("withhold: %v %+v %v", out, o, err)
-	}
-}

@@ -28,7 +28,7 @@ import (
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/toolhooks/toolhooks/internal/authn"
-	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
+	"github.com/toolhooks/toolhooks/internal/authn/tokenreview"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
@@ -79,7 +79,7 @@ func New(opts Options) (*Verifier, error) {
 			return nil, fmt.Errorf("pluginauth: gateway %q is not system:serviceaccount:NAMESPACE:NAME", g)
 		}
 	}
-	var tokens authn.Authenticator = &gatewayk8s.TokenReview{Client: opts.Client, Audience: opts.Audience,
+	var tokens authn.Authenticator = &tokenreview.TokenReview{Client: opts.Client, Audience: opts.Audience,
 		Allowed: append([]string(nil), opts.Gateways...), Timeout: opts.Timeout}
 	ttl := opts.CacheTTL
 	if ttl == 0 {

@@ -2,7 +2,11 @@
 // TokenReview authenticator for configuration pushes, a DenialSink that
 // turns denials into Events on the policy objects, and an Approver backed by
 // ToolCallApproval objects.
-package gatewayk8s
+// Package tokenreview authenticates bearer tokens by asking the Kubernetes
+// API server to review them (a TokenReview bound to an audience): the
+// gateway's configuration pushes and callers, and the gateways calling a
+// plugin (internal/plugins/pluginauth).
+package tokenreview
 
 import (
 	"context"
@@ -16,7 +20,6 @@ import (
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 
 	"github.com/toolhooks/toolhooks/internal/authn"
-	"github.com/toolhooks/toolhooks/internal/gateway"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
@@ -36,19 +39,13 @@ type TokenReview struct {
 	Timeout time.Duration
 }
 
-var (
-	_ gateway.Authenticator = (*TokenReview)(nil)
-	_ authn.Authenticator   = (*TokenReview)(nil)
-)
-
-// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch,namespace=system
+var _ authn.Authenticator = (*TokenReview)(nil)
 
 // Authenticate reviews the request's bearer token (configuration pushes).
 func (t *TokenReview) Authenticate(r *http.Request) (string, error) {
 	token, err := authn.Bearer(r.Header.Get("Authorization"))
 	if err != nil {
-		return "", fmt.Errorf("%w: no bearer token", gateway.ErrUnauthenticated)
+		return "", fmt.Errorf("%w: no bearer token", authn.ErrUnauthenticated)
 	}
 	id, _, err := t.AuthenticateToken(r.Context(), token)
 	if id == nil {
@@ -71,7 +68,7 @@ func (t *TokenReview) AuthenticateToken(ctx context.Context, token string) (*hoo
 		Token: token, Audiences: []string{t.Audience},
 	}}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("%w: token review failed: %w", gateway.ErrUnauthenticated, err)
+		return nil, time.Time{}, fmt.Errorf("%w: token review failed: %w", authn.ErrUnauthenticated, err)
 	}
 	st := review.Status
 	if !st.Authenticated {
@@ -79,7 +76,7 @@ func (t *TokenReview) AuthenticateToken(ctx context.Context, token string) (*hoo
 		if reason == "" {
 			reason = "token not authenticated"
 		}
-		return nil, time.Time{}, fmt.Errorf("%w: %s", gateway.ErrUnauthenticated, reason)
+		return nil, time.Time{}, fmt.Errorf("%w: %s", authn.ErrUnauthenticated, reason)
 	}
 	id := &hooks.Identity{Username: st.User.Username, UID: st.User.UID, Groups: st.User.Groups, Kind: hooks.IdentityUser}
 	if _, _, ok := id.ServiceAccount(); ok {
@@ -92,10 +89,10 @@ func (t *TokenReview) AuthenticateToken(ctx context.Context, token string) (*hoo
 		}
 	}
 	if !slices.Contains(st.Audiences, t.Audience) {
-		return id, time.Time{}, fmt.Errorf("%w: token is not bound to audience %q", gateway.ErrUnauthenticated, t.Audience)
+		return id, time.Time{}, fmt.Errorf("%w: token is not bound to audience %q", authn.ErrUnauthenticated, t.Audience)
 	}
 	if !t.AnyUser && !slices.Contains(t.Allowed, st.User.Username) {
-		return id, time.Time{}, fmt.Errorf("%w: %s may not push configuration", gateway.ErrForbidden, st.User.Username)
+		return id, time.Time{}, fmt.Errorf("%w: %s may not push configuration", authn.ErrForbidden, st.User.Username)
 	}
 	return id, time.Time{}, nil
 }

@@ -1,4 +1,4 @@
-package gatewayk8s_test
+package tokenreview_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/toolhooks/toolhooks/internal/gateway"
-	"github.com/toolhooks/toolhooks/internal/gatewayk8s"
+	"github.com/toolhooks/toolhooks/internal/authn"
+	"github.com/toolhooks/toolhooks/internal/authn/tokenreview"
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
@@ -47,12 +47,12 @@ func TestTokenReviewAnyUser(t *testing.T) {
 		"push-token":  {Authenticated: true, Audiences: []string{"toolhooks.dev/gateway-config"}, User: authnv1.UserInfo{Username: "system:serviceaccount:x:controller"}},
 		"user-token":  {Authenticated: true, Audiences: []string{aud}, User: authnv1.UserInfo{Username: "jane@example.com"}},
 	})
-	anyUser := &gatewayk8s.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: aud, AnyUser: true}
+	anyUser := &tokenreview.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: aud, AnyUser: true}
 	if id, err := anyUser.Authenticate(request("agent-token")); err != nil || id != "system:serviceaccount:team:agent" {
 		t.Fatalf("AnyUser: %q, %v", id, err)
 	}
 	for name, tok := range map[string]string{"other audience": "push-token", "unknown": "nope", "none": ""} {
-		if _, err := anyUser.Authenticate(request(tok)); !errors.Is(err, gateway.ErrUnauthenticated) {
+		if _, err := anyUser.Authenticate(request(tok)); !errors.Is(err, authn.ErrUnauthenticated) {
 			t.Errorf("%s: %v, want unauthenticated", name, err)
 		}
 	}
@@ -64,8 +64,8 @@ func TestTokenReviewAnyUser(t *testing.T) {
 		t.Fatalf("user token: %+v, %v; want kind user", id, err)
 	}
 	// Without AnyUser, only Allowed users pass (the push authenticator's behaviour).
-	only := &gatewayk8s.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: aud}
-	if _, err := only.Authenticate(request("agent-token")); !errors.Is(err, gateway.ErrForbidden) {
+	only := &tokenreview.TokenReview{Client: cs.AuthenticationV1().TokenReviews(), Audience: aud}
+	if _, err := only.Authenticate(request("agent-token")); !errors.Is(err, authn.ErrForbidden) {
 		t.Fatalf("without AnyUser and an empty Allowed: %v, want forbidden", err)
 	}
 }
