@@ -33,7 +33,14 @@ import (
 // secretNeedles are the lower-case strings a name saying secret contains
 // at least one of; text without any (nor a URL, nor a catalogued program)
 // is not looked at further.
-var secretNeedles = []string{"pass", "pw", "secret", "token", "cred", "auth", "cookie", "bearer", "key"}
+var secretNeedles = []string{"pass", "pw", wordSecret, "token", "cred", wordAuth, "cookie", "bearer", "key"}
+
+// wordSecret and wordAuth are words of secret names, both needles and
+// words SecretName looks for.
+const (
+	wordSecret = "secret"
+	wordAuth   = "auth"
+)
 
 // urlNeedle starts the authority of a URL.
 const urlNeedle = "://"
@@ -66,12 +73,13 @@ func init() {
 			lowerTable[c] = byte(c) + 'a' - 'A'
 		}
 	}
-	var needles []needle
+	programs := shellcheck.SecretOptionPrograms()
+	needles := make([]needle, 0, len(secretNeedles)+1+len(programs))
 	for _, n := range secretNeedles {
 		needles = append(needles, needle{n, needleName})
 	}
 	needles = append(needles, needle{urlNeedle, needleURL})
-	for _, p := range shellcheck.SecretOptionPrograms() {
+	for _, p := range programs {
 		needles = append(needles, needle{strings.ToLower(p), needleProgram})
 	}
 	// Longest first, so that mysqldump is found before mysql.
@@ -152,15 +160,15 @@ func SecretName(name string) bool {
 	}
 	last := words[len(words)-1]
 	switch last {
-	case "pass", "pw", "auth", "authorization", "cookie", "bearer", "credentials", "credential", "creds":
+	case "pass", "pw", wordAuth, "authorization", "cookie", "bearer", "credentials", "credential", "creds":
 		return true
 	case "key", "value", "data":
-		if slices.Contains(words, "secret") {
+		if slices.Contains(words, wordSecret) {
 			return true
 		}
 		if last == "key" && len(words) > 1 {
 			switch words[len(words)-2] {
-			case "api", "secret", "private", "client", "signing", "encryption", "master", "auth", "session", "account", "storage":
+			case "api", wordSecret, "private", "client", "signing", "encryption", "master", wordAuth, "session", "account", "storage":
 				return true
 			}
 		}
