@@ -28,7 +28,7 @@ const MaskedMarker = "[MASKED]"
 const DefaultMaxBytes = 16 << 10
 
 // DefaultKeys are keys whose values are masked whatever they hold.
-var DefaultKeys = []string{"password", "passwd", wordSecret, "token", "apiKey", "api_key", "authorization", "credentials"}
+var DefaultKeys = []string{"password", "passwd", wordSecret, wordToken, "apiKey", "api_key", "authorization", "credentials"}
 
 // Config says what a Masker masks.
 type Config struct {

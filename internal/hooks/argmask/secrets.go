@@ -33,13 +33,15 @@ import (
 // secretNeedles are the lower-case strings a name saying secret contains
 // at least one of; text without any (nor a URL, nor a catalogued program)
 // is not looked at further.
-var secretNeedles = []string{"pass", "pw", wordSecret, "token", "cred", wordAuth, "cookie", "bearer", "key"}
+var secretNeedles = []string{"pass", "pw", wordSecret, wordToken, "cred", wordAuth, "cookie", "bearer", wordKey}
 
-// wordSecret and wordAuth are words of secret names, both needles and
-// words SecretName looks for.
+// Words of secret names that are both needles and words SecretName looks
+// for.
 const (
 	wordSecret = "secret"
 	wordAuth   = "auth"
+	wordToken  = "token"
+	wordKey    = "key"
 )
 
 // urlNeedle starts the authority of a URL.
@@ -162,11 +164,11 @@ func SecretName(name string) bool {
 	switch last {
 	case "pass", "pw", wordAuth, "authorization", "cookie", "bearer", "credentials", "credential", "creds":
 		return true
-	case "key", "value", "data":
+	case wordKey, "value", "data":
 		if slices.Contains(words, wordSecret) {
 			return true
 		}
-		if last == "key" && len(words) > 1 {
+		if last == wordKey && len(words) > 1 {
 			switch words[len(words)-2] {
 			case "api", wordSecret, "private", "client", "signing", "encryption", "master", wordAuth, "session", "account", "storage":
 				return true
@@ -174,7 +176,7 @@ func SecretName(name string) bool {
 		}
 		return false
 	}
-	for _, suffix := range [...]string{"password", "passwd", "passphrase", "secret", "token", "pwd", "apikey", "secretkey", "privatekey"} {
+	for _, suffix := range [...]string{"password", "passwd", "passphrase", wordSecret, wordToken, "pwd", "apikey", "secretkey", "privatekey"} {
 		if strings.HasSuffix(last, suffix) {
 			return true
 		}
