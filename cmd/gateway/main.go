@@ -202,37 +202,47 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	if f.toolTimeout == 0 {
 		f.toolTimeout = -1 // gateway.Options: negative means none
 	}
+	if err := f.parseSandbox(*maxMemory, *maxFileSize, *readExec); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// parseSandbox checks the sandbox flags and sets the limits and read-exec
+// directories from the text of --sandbox-max-memory, --sandbox-max-file-size
+// and --sandbox-read-exec-dirs.
+func (f *flags) parseSandbox(maxMemory, maxFileSize, readExec string) error {
 	if f.sandbox.Mode != sandbox.ModeLandlock && f.sandbox.Mode != sandbox.ModeOff {
-		return f, fmt.Errorf("--sandbox %q: want %s or %s", f.sandbox.Mode, sandbox.ModeLandlock, sandbox.ModeOff)
+		return fmt.Errorf("--sandbox %q: want %s or %s", f.sandbox.Mode, sandbox.ModeLandlock, sandbox.ModeOff)
 	}
 	if f.sandbox.Network != sandbox.NetworkDeny && f.sandbox.Network != sandbox.NetworkAllow {
-		return f, fmt.Errorf("--sandbox-network %q: want %s or %s", f.sandbox.Network, sandbox.NetworkDeny, sandbox.NetworkAllow)
+		return fmt.Errorf("--sandbox-network %q: want %s or %s", f.sandbox.Network, sandbox.NetworkDeny, sandbox.NetworkAllow)
 	}
 	for _, q := range []struct {
 		name string
 		v    string
 		dst  *uint64
-	}{{"--sandbox-max-memory", *maxMemory, &f.sandbox.Limits.Memory}, {"--sandbox-max-file-size", *maxFileSize, &f.sandbox.Limits.FileSize}} {
+	}{{"--sandbox-max-memory", maxMemory, &f.sandbox.Limits.Memory}, {"--sandbox-max-file-size", maxFileSize, &f.sandbox.Limits.FileSize}} {
 		n, err := resource.ParseQuantity(q.v)
 		if err != nil || n.Sign() < 0 {
-			return f, fmt.Errorf("%s %q: want a byte quantity such as 512Mi", q.name, q.v)
+			return fmt.Errorf("%s %q: want a byte quantity such as 512Mi", q.name, q.v)
 		}
 		*q.dst = uint64(n.Value())
 	}
 	if f.sandbox.Limits.Processes < 0 || f.sandbox.Limits.CPUTime < 0 {
-		return f, errors.New("--sandbox-max-processes and --sandbox-max-cpu-time may not be negative")
+		return errors.New("--sandbox-max-processes and --sandbox-max-cpu-time may not be negative")
 	}
 	f.sandbox.ReadExecDirs = []string{}
-	for d := range strings.SplitSeq(*readExec, ",") {
+	for d := range strings.SplitSeq(readExec, ",") {
 		if d = strings.TrimSpace(d); d == "" {
 			continue
 		}
 		if !filepath.IsAbs(d) {
-			return f, fmt.Errorf("--sandbox-read-exec-dirs: %q is not an absolute path", d)
+			return fmt.Errorf("--sandbox-read-exec-dirs: %q is not an absolute path", d)
 		}
 		f.sandbox.ReadExecDirs = append(f.sandbox.ReadExecDirs, d)
 	}
-	return f, nil
+	return nil
 }
 
 // maxFileBytesLimit bounds --max-file-bytes: a request body may be twice as

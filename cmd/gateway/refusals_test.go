@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -57,9 +58,7 @@ func TestEveryRefusalIsAuditedAndOneBodyLimitHoldsForEveryAPI(t *testing.T) {
 		if session != "" {
 			h["Mcp-Session-Id"], h["Mcp-Protocol-Version"] = session, "2025-06-18"
 		}
-		for k, v := range more {
-			h[k] = v
-		}
+		maps.Copy(h, more)
 		return h
 	}
 	post := func(path string, header map[string]string, body string) (int, http.Header, string) {

@@ -178,8 +178,9 @@ func (m *metrics) setConfig(cfg *gatewayconfig.Config, entries []hooks.Entry) {
 	}
 	m.issuedAt.Set(float64(cfg.IssuedAt) / float64(time.Second))
 	m.hooks.Set(float64(len(cfg.Hooks)))
-	names := make([]string, 0, 4+len(cfg.Hooks))
-	names = append(names, GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName, hooks.RequestHookName, gatewayconfig.UnboundHookName)
+	names := make([]string, 0, 5+len(cfg.Hooks))
+	names = append(names, GatewayHookName, hooks.ArgumentsHookName, hooks.ContextHookName, hooks.RequestHookName,
+		gatewayconfig.UnboundHookName)
 	for _, h := range cfg.Hooks {
 		names = append(names, h.Name)
 	}

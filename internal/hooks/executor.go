@@ -323,7 +323,8 @@ func (e *Executor) approve(ctx context.Context, call *Call, res *Result, wait bo
 	}
 	ask := *res.Ask
 	refuse := func(rule, reason string) bool {
-		deny(res, DenialText+ask.Hook, Decision{Hook: ask.Hook, Policy: ask.Policy, Rule: rule, Reason: reason, Action: ActionDeny, Layer: LayerStatic})
+		deny(res, DenialText+ask.Hook,
+			Decision{Hook: ask.Hook, Policy: ask.Policy, Rule: rule, Reason: reason, Action: ActionDeny, Layer: LayerStatic})
 		return false
 	}
 	if e.approver == nil {

@@ -506,13 +506,13 @@ func (o *outcomes) String() string {
 	return fmt.Sprint(o.n)
 }
 
-// sessionCount returns the count of session s (caller alice) of policy in
-// the server.
-func sessionCount(t *testing.T, srv *redistest.Server, policy, s string) int {
+// sessionCount returns the count of session "s" (caller alice) of policy
+// uid in the server.
+func sessionCount(t *testing.T, srv *redistest.Server) int {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer func() { _ = c.Close() }()
-	n, err := c.HGet(context.Background(), statestore.DefaultKeyPrefix+"{"+policy+"}:s:alice\x00"+s, "c").Int()
+	n, err := c.HGet(context.Background(), statestore.DefaultKeyPrefix+"{uid}:s:alice\x00s", "c").Int()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		t.Fatal(err)
 	}
@@ -539,7 +539,7 @@ func TestAHealthyStoreDeniesNothingAtSixtyFourCallers(t *testing.T) {
 	if got.get("ran") != 64*50 {
 		t.Fatalf("outcomes %v, want all 3200 calls run", &got)
 	}
-	if n := sessionCount(t, srv, "uid", "s"); n != got.get("ran") {
+	if n := sessionCount(t, srv); n != got.get("ran") {
 		t.Fatalf("the server counted %d calls, %d ran", n, got.get("ran"))
 	}
 }
@@ -602,7 +602,7 @@ func TestTheCountIsTheCallsThatRanWhenTheStoreStalls(t *testing.T) {
 	// after its call was denied, is given back in the background: wait for
 	// the count to come down to the calls that ran, then spend what is left.
 	deadline := time.Now().Add(time.Minute)
-	for sessionCount(t, srv, "uid", "s") != got.get("ran") && time.Now().Before(deadline) {
+	for sessionCount(t, srv) != got.get("ran") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for {
@@ -619,7 +619,7 @@ func TestTheCountIsTheCallsThatRanWhenTheStoreStalls(t *testing.T) {
 	if got.get(contract.RuleStateStore) == 0 {
 		t.Fatal("no call was denied while the server was stopped")
 	}
-	if n := sessionCount(t, srv, "uid", "s"); n != got.get("ran") || n != budget {
+	if n := sessionCount(t, srv); n != got.get("ran") || n != budget {
 		t.Fatalf("the server counted %d calls, %d ran, of a budget of %d (%v)", n, got.get("ran"), budget, &got)
 	}
 }
@@ -649,7 +649,7 @@ func TestEveryCallToAStoppedStoreIsDeniedWhileItIsStopped(t *testing.T) {
 		t.Fatalf("outcomes while the server was stopped: %v, want all 192 denied by stateStore", &got)
 	}
 	waitReady(t, s)
-	if n := sessionCount(t, srv, "uid", "s"); n != 1 {
+	if n := sessionCount(t, srv); n != 1 {
 		t.Fatalf("the server counted %d calls, 1 ran: reservations it ran after their deadline took a slot", n)
 	}
 }
@@ -669,7 +669,7 @@ func TestAReleaseThatFailsIsRetriedUntilTheServerIsBack(t *testing.T) {
 	}
 	srv.Restart()
 	deadline := time.Now().Add(time.Minute)
-	for sessionCount(t, srv, "uid", "s") != 0 {
+	for sessionCount(t, srv) != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the failed release was never retried: the slot of a call that did not run stays taken")
 		}

@@ -98,8 +98,7 @@ func fieldsOf(t reflect.Type, open bool) *structFields {
 	s := &structFields{opts: Options{AllowUnknown: open}, types: map[string]reflect.Type{}}
 	var walk func(t reflect.Type, depth int)
 	walk = func(t reflect.Type, depth int) {
-		for i := range t.NumField() {
-			f := t.Field(i)
+		for f := range t.Fields() {
 			tag := f.Tag.Get("json")
 			if tag == "-" {
 				continue

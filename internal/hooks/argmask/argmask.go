@@ -28,7 +28,7 @@ const MaskedMarker = "[MASKED]"
 const DefaultMaxBytes = 16 << 10
 
 // DefaultKeys are keys whose values are masked whatever they hold.
-var DefaultKeys = []string{"password", "passwd", "secret", "token", "apiKey", "api_key", "authorization", "credentials"}
+var DefaultKeys = []string{"password", "passwd", wordSecret, wordToken, "apiKey", "api_key", "authorization", "credentials"}
 
 // Config says what a Masker masks.
 type Config struct {
@@ -133,7 +133,7 @@ func (m *Masker) MaskReason(ctx context.Context, text string) string {
 			}
 			b.WriteString(maskText(rest[:start]))
 			v, _ := strconv.Unquote(rest[start:end])
-			b.WriteString(strconv.Quote(maskValue(v, 0)))
+			b.WriteString(strconv.Quote(maskValue(v)))
 			rest = rest[end:]
 		}
 		text = b.String()
@@ -205,7 +205,7 @@ func (m *Masker) mask(ctx context.Context, v any, ptr string, out *audit.Argumen
 		}
 		return c, nil
 	case string:
-		nv := maskValue(x, 0)
+		nv := maskValue(x)
 		return m.scan(ctx, nv, nv != x, ptr, out)
 	}
 	return v, nil

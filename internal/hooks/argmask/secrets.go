@@ -33,7 +33,16 @@ import (
 // secretNeedles are the lower-case strings a name saying secret contains
 // at least one of; text without any (nor a URL, nor a catalogued program)
 // is not looked at further.
-var secretNeedles = []string{"pass", "pw", "secret", "token", "cred", "auth", "cookie", "bearer", "key"}
+var secretNeedles = []string{"pass", "pw", wordSecret, wordToken, "cred", wordAuth, "cookie", "bearer", wordKey}
+
+// Words of secret names that are both needles and words SecretName looks
+// for.
+const (
+	wordSecret = "secret"
+	wordAuth   = "auth"
+	wordToken  = "token"
+	wordKey    = "key"
+)
 
 // urlNeedle starts the authority of a URL.
 const urlNeedle = "://"
@@ -66,12 +75,13 @@ func init() {
 			lowerTable[c] = byte(c) + 'a' - 'A'
 		}
 	}
-	var needles []needle
+	programs := shellcheck.SecretOptionPrograms()
+	needles := make([]needle, 0, len(secretNeedles)+1+len(programs))
 	for _, n := range secretNeedles {
 		needles = append(needles, needle{n, needleName})
 	}
 	needles = append(needles, needle{urlNeedle, needleURL})
-	for _, p := range shellcheck.SecretOptionPrograms() {
+	for _, p := range programs {
 		needles = append(needles, needle{strings.ToLower(p), needleProgram})
 	}
 	// Longest first, so that mysqldump is found before mysql.
@@ -152,21 +162,21 @@ func SecretName(name string) bool {
 	}
 	last := words[len(words)-1]
 	switch last {
-	case "pass", "pw", "auth", "authorization", "cookie", "bearer", "credentials", "credential", "creds":
+	case "pass", "pw", wordAuth, "authorization", "cookie", "bearer", "credentials", "credential", "creds":
 		return true
-	case "key", "value", "data":
-		if slices.Contains(words, "secret") {
+	case wordKey, "value", "data":
+		if slices.Contains(words, wordSecret) {
 			return true
 		}
-		if last == "key" && len(words) > 1 {
+		if last == wordKey && len(words) > 1 {
 			switch words[len(words)-2] {
-			case "api", "secret", "private", "client", "signing", "encryption", "master", "auth", "session", "account", "storage":
+			case "api", wordSecret, "private", "client", "signing", "encryption", "master", wordAuth, "session", "account", "storage":
 				return true
 			}
 		}
 		return false
 	}
-	for _, suffix := range [...]string{"password", "passwd", "passphrase", "secret", "token", "pwd", "apikey", "secretkey", "privatekey"} {
+	for _, suffix := range [...]string{"password", "passwd", "passphrase", wordSecret, wordToken, "pwd", "apikey", "secretkey", "privatekey"} {
 		if strings.HasSuffix(last, suffix) {
 			return true
 		}
@@ -285,13 +295,7 @@ func maskText(s string) string {
 // namedValue masks the value of the name around the needle at i, if the
 // name says secret, and returns where the name ends.
 func namedValue(s string, i int, add func(start, end int)) int {
-	l, r := i, i
-	for l > 0 && isNameByte(s[l-1]) {
-		l--
-	}
-	for r < len(s) && isNameByte(s[r]) {
-		r++
-	}
+	l, r := nameAround(s, i)
 	name := s[l:r]
 	if !SecretName(strings.TrimLeft(name, "-")) {
 		return r
@@ -307,42 +311,68 @@ func namedValue(s string, i int, add func(start, end int)) int {
 	case strings.HasPrefix(s[j:], `\"`):
 		j += 2
 	}
-	k := j
-	for k < len(s) && isBlank(s[k]) {
-		k++
-	}
+	k := skipBlanks(s, j)
 	switch {
 	case k < len(s) && (s[k] == '=' || s[k] == ':'):
 		if strings.HasPrefix(s[k:], urlNeedle) {
 			return r
 		}
-		v := k + 1
-		for v < len(s) && isBlank(s[v]) {
-			v++
+		stops, ok := valueStops(s[k], before, j == r, name)
+		if !ok {
+			return r
 		}
-		var stops string
-		switch {
-		case s[k] == '=' && (before == '?' || before == '&' || before == ';'):
-			stops = "&#;" // a URL query's parameter
-		case s[k] == ':' && j == r:
-			// A header or a YAML key: the rest of the line, or of the
-			// quoted string the name starts.
-			stops = "\n"
-			if before == '\'' || before == '"' || before == '`' {
-				stops += string(before)
-			}
-		case s[k] == ':':
-			stops = ",}]"
-		case s[k] == '=' && !secretEnvName(name) && isEnvName(name):
-			return r // PWD=dir
-		}
-		start, end := valueExtent(s, v, stops)
+		start, end := valueExtent(s, skipBlanks(s, k+1), stops)
 		add(start, end)
 	case name[0] == '-' && j == r && k > r:
 		start, end := valueExtent(s, k, "")
 		add(start, end)
 	}
 	return r
+}
+
+// nameAround returns the extent of the name around the byte at i.
+func nameAround(s string, i int) (l, r int) {
+	l, r = i, i
+	for l > 0 && isNameByte(s[l-1]) {
+		l--
+	}
+	for r < len(s) && isNameByte(s[r]) {
+		r++
+	}
+	return l, r
+}
+
+// skipBlanks returns the index of the first byte from i on that is not a
+// blank, or len(s).
+func skipBlanks(s string, i int) int {
+	for i < len(s) && isBlank(s[i]) {
+		i++
+	}
+	return i
+}
+
+// valueStops returns the bytes that end the value after the name, given
+// its separator sep (= or :), the byte before the name and whether the
+// name is unquoted; ok is false when the value is not a secret's
+// (PWD=dir).
+func valueStops(sep, before byte, unquoted bool, name string) (stops string, ok bool) {
+	switch {
+	case sep == '=' && (before == '?' || before == '&' || before == ';'):
+		return "&#;", true // a URL query's parameter
+	case sep == ':' && unquoted:
+		// A header or a YAML key: the rest of the line, or of the
+		// quoted string the name starts.
+		stops = "\n"
+		if before == '\'' || before == '"' || before == '`' {
+			stops += string(before)
+		}
+		return stops, true
+	case sep == ':':
+		return ",}]", true
+	case sep == '=' && !secretEnvName(name) && isEnvName(name):
+		return "", false // PWD=dir
+	}
+	return "", true
 }
 
 // valueExtent returns the extent of the value starting at v: inside its

@@ -48,7 +48,7 @@ func TestMaskValueMasksSecretsOnCommandLines(t *testing.T) {
 		{`mkdir -p build/out`, `mkdir -p build/out`},
 		{`npm publish --//registry.npmjs.org/:_authToken=hunter2`, `npm publish --//registry.npmjs.org/:_authToken=[MASKED]`},
 	} {
-		if got := maskValue(c.in, 0); got != c.want {
+		if got := maskValue(c.in); got != c.want {
 			t.Errorf("maskValue(%s)\n got %s\nwant %s", c.in, got, c.want)
 		}
 	}

@@ -16,12 +16,12 @@ const maxShellDepth = 3
 
 // maskValue masks the secrets of one string: as a command when it parses
 // as one and may hold more than one word, then as text.
-func maskValue(v string, depth int) string {
+func maskValue(v string) string {
 	if !mayHoldSecret(v) {
 		return v
 	}
-	if depth < maxShellDepth && strings.ContainsAny(v, " \t\n;|&()`$'\"\\") {
-		if nv, ok := maskShell(v, depth+1); ok {
+	if strings.ContainsAny(v, " \t\n;|&()`$'\"\\") {
+		if nv, ok := maskShell(v, 1); ok {
 			v = nv
 		}
 	}
@@ -110,7 +110,7 @@ func wordSecrets(v string, depth int) string {
 // isEnvName reports whether s is a shell variable name.
 func isEnvName(s string) bool {
 	for i := range len(s) {
-		if c := s[i]; !(c == '_' || isUpper(c) || isLower(c) || (i > 0 && '0' <= c && c <= '9')) {
+		if c := s[i]; c != '_' && !isUpper(c) && !isLower(c) && (i == 0 || c < '0' || c > '9') {
 			return false
 		}
 	}

@@ -533,30 +533,11 @@ func (h *Hook) check(ctx context.Context, call *hooks.Call, st *askState) hooks.
 	m := pathguard.MemoFrom(ctx)
 	var bases []string
 	if denyReads || h.askingPaths(st) {
-		paths, err := pathguard.Extract(tool, call.Args, h.pathArgs[lower])
-		if err != nil {
-			v := hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The arguments of %q cannot be checked: %v.", tool, err))
-			if denyReads {
-				return v
-			}
-			st.set(v)
-			paths = nil
+		var v hooks.Verdict
+		var ok bool
+		if bases, v, ok = h.checkCallPaths(m, call, lower, shellKind, denyReads, writes, st); !ok {
+			return v
 		}
-		st.walkOnly(!denyReads)
-		for _, p := range paths {
-			real, v, ok := h.checkPath(m, p, "", st, "", writes)
-			if !ok {
-				if denyReads {
-					return v
-				}
-				st.set(v)
-				break
-			}
-			if shellKind != notShell && isCwdKey(call.Args, p) {
-				bases = append(bases, real)
-			}
-		}
-		st.walkOnly(false)
 	}
 	if (pathChecks || h.askingPaths(st)) && strings.EqualFold(tool, "apply_patch") {
 		// The files a patch names are paths too, as the Contract hook reads them.
@@ -571,6 +552,38 @@ func (h *Hook) check(ctx context.Context, call *hooks.Call, st *askState) hooks.
 		return h.checkShell(m, tool, shellKind, call, bases, st)
 	}
 	return hooks.Allow
+}
+
+// checkCallPaths checks the paths in the call's arguments and returns
+// those that are a shell tool's cwd, resolved. With denyReads a failure
+// denies the call (ok false); else it only feeds the ask rules.
+func (h *Hook) checkCallPaths(m *pathguard.Memo, call *hooks.Call, lower string, kind shellKind, denyReads, writes bool,
+	st *askState) (bases []string, v hooks.Verdict, ok bool) {
+	paths, err := pathguard.Extract(call.Tool, call.Args, h.pathArgs[lower])
+	if err != nil {
+		v := hooks.Deny(RuleInvalidArguments, fmt.Sprintf("The arguments of %q cannot be checked: %v.", call.Tool, err))
+		if denyReads {
+			return nil, v, false
+		}
+		st.set(v)
+		paths = nil
+	}
+	st.walkOnly(!denyReads)
+	for _, p := range paths {
+		real, v, ok := h.checkPath(m, p, "", st, "", writes)
+		if !ok {
+			if denyReads {
+				return nil, v, false
+			}
+			st.set(v)
+			break
+		}
+		if kind != notShell && isCwdKey(call.Args, p) {
+			bases = append(bases, real)
+		}
+	}
+	st.walkOnly(false)
+	return bases, hooks.Allow, true
 }
 
 // checkPatch checks the files an apply_patch call's patch texts name; with

@@ -52,7 +52,7 @@ var subRunners = map[string]map[string]string{
 		"tool": "runs any tool", "test": "runs test code the agent can write"},
 	"cargo": {"run": "runs any Rust program", "test": "runs test code the agent can write",
 		"build": "runs build.rs scripts the agent can write"},
-	"git": {"submodule": "runs commands through submodule foreach", "bisect": "runs commands through bisect run",
+	gitName: {"submodule": "runs commands through submodule foreach", "bisect": "runs commands through bisect run",
 		"rebase": "runs commands through rebase --exec", "difftool": "runs any difftool",
 		"config": "can set aliases and hooks that run commands"},
 }

@@ -158,7 +158,7 @@ func protectedDenial(p, real string, g *forbiddenGlob) hooks.Verdict {
 var readerCommands = set("cat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag",
 	"wc", "diff", "cmp", "ls", "stat", "file", "md5sum", "sha1sum", "sha256sum", "sha512sum", "b2sum",
 	"cksum", "od", "hexdump", "strings", "nl", "du", "find", "realpath", "readlink", "basename",
-	"dirname", "echo", "printf", "test", "[", "true", "false", "jq", "sed", "awk", "gawk", "mawk", "git")
+	"dirname", "echo", "printf", "test", "[", "true", "false", "jq", "sed", "awk", "gawk", "mawk", gitName)
 
 // gitReaders are git subcommands that read the work-tree files they name
 // (add and commit write the index and objects, not the files).
@@ -189,7 +189,7 @@ func wordWrites(an *shellcheck.Analysis, name string) bool {
 		if len(c.Risky) > 0 || c.Dynamic {
 			return true
 		}
-		if base == "git" && !gitReaders[gitSubcommand(c.Args)] {
+		if base == gitName && !gitReaders[gitSubcommand(c.Args)] {
 			return true
 		}
 	}
@@ -284,7 +284,7 @@ func gitConfigWrite(args []string) string {
 func (h *Hook) checkGitConfig(an *shellcheck.Analysis, cmd string) hooks.Verdict {
 	for i := range an.Commands {
 		c := &an.Commands[i]
-		if path.Base(c.Name) != "git" {
+		if path.Base(c.Name) != gitName {
 			continue
 		}
 		if e := gitConfigWrite(c.Args); e != "" && slices.Contains(h.protectsGitConfig, e) {

@@ -8,10 +8,13 @@ import (
 	"github.com/toolhooks/toolhooks/internal/hooks"
 )
 
+// gitName names the git program and the tool that runs it.
+const gitName = "git"
+
 // mutatingTools are the known mutation-capable tools (lower case).
 var mutatingTools = map[string]bool{
 	"write_file": true, "edit_file": true, "apply_patch": true, "shell": true,
-	"code_exec": true, "git": true, "database": true, "home_assistant_write": true,
+	"code_exec": true, gitName: true, "database": true, "home_assistant_write": true,
 	"mqtt_publish": true, "notion_write": true, "inbox_zero": true, "email": true,
 	"calendar": true, "delegate_agent": true,
 }

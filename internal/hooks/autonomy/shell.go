@@ -230,7 +230,8 @@ func (h *Hook) askCommand(text string, st *askState) {
 // expand to (shellcheck.Expand); dotGlob says the command line may make
 // patterns match names that start with a dot (shellcheck.Analysis.DotGlob);
 // with write, as paths that may be written.
-func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext, dotGlob bool, base, cmd string, st *askState, write bool) hooks.Verdict {
+func (h *Hook) checkWord(m *pathguard.Memo, value, glob string, ext, dotGlob bool, base, cmd string, st *askState,
+	write bool) hooks.Verdict {
 	if value == "" {
 		return hooks.Allow
 	}

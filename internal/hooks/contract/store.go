@@ -141,7 +141,8 @@ func (s *localStore) Reserve(ctx context.Context, r *Reservation) (hooks.Verdict
 			return DenyOverBudget(r), nil
 		case tableFull:
 			return hooks.Deny(RuleMaxToolCalls, fmt.Sprintf(
-				"The call budget table is full (%d sessions within their idle timeout) and caller %q has its fair share of it; session %q cannot start a budget until others expire",
+				"The call budget table is full (%d sessions within their idle timeout) and caller %q has its fair share of it; "+
+					"session %q cannot start a budget until others expire",
 				b.maxSess, r.Owner, call.SessionID)), nil
 		case senderFull:
 			return hooks.Deny(RuleMaxToolCalls, fmt.Sprintf(

@@ -47,113 +47,141 @@ func patchPaths(patch string, stripAll bool) ([]string, error) {
 	if strings.IndexByte(patch, 0) >= 0 {
 		return nil, fmt.Errorf("%w: the patch contains a NUL byte", ErrPatchUnread)
 	}
-	var out []string
-	// strict: the line is a header wherever it is; else it may be a
-	// removed or added line of a hunk ("--- x" removes "-- x"), and a name
-	// that does not read is taken as written.
-	add := func(line, name string, strict bool) error {
-		if strings.HasPrefix(name, `"`) && len(name) > 1 {
-			// An applier that does not unquote names acts on it as written.
-			out = append(out, name)
-		}
-		name, err := patchName(name)
-		if err != nil && !strict {
-			name, err = strings.TrimSpace(line[min(len(line), 4):]), nil
-			if name == "" {
-				return nil
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%w: %q: %w", ErrPatchUnread, line, err)
-		}
-		if name == "/dev/null" {
-			return nil
-		}
-		out = append(out, name)
-		if !stripAll {
-			if s, ok := strings.CutPrefix(name, "a/"); ok {
-				out = append(out, s)
-			} else if s, ok := strings.CutPrefix(name, "b/"); ok {
-				out = append(out, s)
-			}
-			return nil
-		}
-		for rest := name; ; {
-			_, after, ok := strings.Cut(rest, "/")
-			if !ok {
-				break
-			}
-			rest = strings.TrimLeft(after, "/")
-			if rest == "" {
-				break
-			}
-			out = append(out, rest)
-		}
-		return nil
-	}
+	p := patchNames{stripAll: stripAll}
 	for raw := range strings.Lines(patch) {
 		line := strings.TrimRight(raw, "\r\n")
 		trimmed := strings.TrimSpace(line)
-		matched := false
-		for _, h := range codexHeaders {
-			if rest, ok := strings.CutPrefix(trimmed, h); ok {
-				matched = true
-				if err := add(line, strings.TrimSpace(rest), true); err != nil {
-					return nil, err
-				}
-			}
+		matched, err := p.header(line, trimmed)
+		if err != nil {
+			return nil, err
 		}
-		if matched {
-			continue
-		}
-		for _, h := range gitHeaders {
-			if rest, ok := strings.CutPrefix(line, h); ok {
-				matched = true
-				if err := add(line, rest, true); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if matched {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(line, "diff --git "):
-			names, err := gitDiffNames(strings.TrimPrefix(line, "diff --git "))
-			if err != nil {
-				return nil, fmt.Errorf("%w: %q: %w", ErrPatchUnread, line, err)
-			}
-			for _, n := range names {
-				if err := add(line, n, true); err != nil {
-					return nil, err
-				}
-			}
-		case strings.HasPrefix(line, "--- "), strings.HasPrefix(line, "+++ "), strings.HasPrefix(line, "*** "):
-			rest := line[4:]
-			if strings.HasPrefix(line, "*** ") && (strings.HasPrefix(trimmed, "*** Begin Patch") ||
-				strings.HasPrefix(trimmed, "*** End Patch") || strings.HasPrefix(trimmed, "*** End of File")) {
-				continue
-			}
-			if strings.HasPrefix(line, "--- ") && strings.TrimSpace(rest) == "" {
-				continue // a context diff's hunk separator
-			}
-			name, _, _ := strings.Cut(rest, "\t")
-			if strings.HasPrefix(line, "*** ") || strings.HasPrefix(line, "--- ") {
-				// A context hunk's "*** 1,4 ****" or "--- 1,4 ----".
-				if n := strings.TrimSpace(name); strings.HasSuffix(n, " ****") || strings.HasSuffix(n, " ----") {
-					continue
-				}
-			}
-			if err := add(line, strings.TrimSpace(name), false); err != nil {
-				return nil, err
-			}
-		case strings.HasPrefix(line, "Index: "):
-			if err := add(line, strings.TrimSpace(line[len("Index: "):]), false); err != nil {
+		if !matched {
+			if err := p.diffLine(line, trimmed); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return out, nil
+	return p.out, nil
+}
+
+// patchNames collects the file names of a patch, line by line.
+type patchNames struct {
+	out []string
+	// stripAll: every leading directory is stripped in turn, else only an
+	// a/ or b/ prefix.
+	stripAll bool
+}
+
+// add adds the name a line gives. strict: the line is a header wherever it
+// is; else it may be a removed or added line of a hunk ("--- x" removes
+// "-- x"), and a name that does not read is taken as written.
+func (p *patchNames) add(line, name string, strict bool) error {
+	if strings.HasPrefix(name, `"`) && len(name) > 1 {
+		// An applier that does not unquote names acts on it as written.
+		p.out = append(p.out, name)
+	}
+	name, err := patchName(name)
+	if err != nil && !strict {
+		name, err = strings.TrimSpace(line[min(len(line), 4):]), nil
+		if name == "" {
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %q: %w", ErrPatchUnread, line, err)
+	}
+	if name == "/dev/null" {
+		return nil
+	}
+	p.out = append(p.out, name)
+	p.addStripped(name)
+	return nil
+}
+
+// addStripped adds name without its leading directories: each in turn with
+// stripAll, else only an a/ or b/ prefix.
+func (p *patchNames) addStripped(name string) {
+	if !p.stripAll {
+		if s, ok := strings.CutPrefix(name, "a/"); ok {
+			p.out = append(p.out, s)
+		} else if s, ok := strings.CutPrefix(name, "b/"); ok {
+			p.out = append(p.out, s)
+		}
+		return
+	}
+	for rest := name; ; {
+		_, after, ok := strings.Cut(rest, "/")
+		if !ok {
+			break
+		}
+		rest = strings.TrimLeft(after, "/")
+		if rest == "" {
+			break
+		}
+		p.out = append(p.out, rest)
+	}
+}
+
+// header adds the names of a Codex patch header or a git extended header
+// line and reports whether the line is one.
+func (p *patchNames) header(line, trimmed string) (matched bool, err error) {
+	for _, h := range codexHeaders {
+		if rest, ok := strings.CutPrefix(trimmed, h); ok {
+			matched = true
+			if err := p.add(line, strings.TrimSpace(rest), true); err != nil {
+				return true, err
+			}
+		}
+	}
+	if matched {
+		return true, nil
+	}
+	for _, h := range gitHeaders {
+		if rest, ok := strings.CutPrefix(line, h); ok {
+			matched = true
+			if err := p.add(line, rest, true); err != nil {
+				return true, err
+			}
+		}
+	}
+	return matched, nil
+}
+
+// diffLine adds the names of a diff --git, unified or context diff header
+// (---, +++, ***) or Index: line; other lines name nothing.
+func (p *patchNames) diffLine(line, trimmed string) error {
+	switch {
+	case strings.HasPrefix(line, "diff --git "):
+		names, err := gitDiffNames(strings.TrimPrefix(line, "diff --git "))
+		if err != nil {
+			return fmt.Errorf("%w: %q: %w", ErrPatchUnread, line, err)
+		}
+		for _, n := range names {
+			if err := p.add(line, n, true); err != nil {
+				return err
+			}
+		}
+	case strings.HasPrefix(line, "--- "), strings.HasPrefix(line, "+++ "), strings.HasPrefix(line, "*** "):
+		rest := line[4:]
+		if strings.HasPrefix(line, "*** ") && (strings.HasPrefix(trimmed, "*** Begin Patch") ||
+			strings.HasPrefix(trimmed, "*** End Patch") || strings.HasPrefix(trimmed, "*** End of File")) {
+			return nil
+		}
+		if strings.HasPrefix(line, "--- ") && strings.TrimSpace(rest) == "" {
+			return nil // a context diff's hunk separator
+		}
+		name, _, _ := strings.Cut(rest, "\t")
+		if strings.HasPrefix(line, "*** ") || strings.HasPrefix(line, "--- ") {
+			// A context hunk's "*** 1,4 ****" or "--- 1,4 ----".
+			if n := strings.TrimSpace(name); strings.HasSuffix(n, " ****") || strings.HasSuffix(n, " ----") {
+				return nil
+			}
+		}
+		return p.add(line, strings.TrimSpace(name), false)
+	case strings.HasPrefix(line, "Index: "):
+		return p.add(line, strings.TrimSpace(line[len("Index: "):]), false)
+	}
+	return nil
 }
 
 // patchName reads one header's name: C-style quoted names unquoted.

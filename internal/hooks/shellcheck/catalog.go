@@ -267,18 +267,8 @@ func (r progRule) risky(base string, args []string) (out []string, recursive boo
 			break
 		}
 		if strings.HasPrefix(v, "-") || (strings.HasPrefix(v, "+") && base == "vim") {
-			for _, o := range r.opts {
-				if len(positional) > 0 && r.harmless != nil && r.harmless(positional[0], o) {
-					continue
-				}
-				if hasOpt(v, o, r.style) {
-					add(o)
-				}
-			}
-			for _, o := range r.recursiveOpts {
-				if hasOpt(v, o, r.style) {
-					recursive = true
-				}
+			if r.optionRisks(v, positional, add) {
+				recursive = true
 			}
 			if r.takesValue(v) && i+1 < len(args) {
 				i++
@@ -288,18 +278,56 @@ func (r progRule) risky(base string, args []string) (out []string, recursive boo
 		positional = append(positional, v)
 	}
 	if base == "tar" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		// Old-style bundled options: tar xzf a.tgz, tar cf x.tar dir.
-		if strings.ContainsAny(args[0], "x") {
-			add("-x")
-		}
-		if strings.ContainsAny(args[0], "cru") {
+		if tarBundled(args[0], add) {
 			recursive = true
-		}
-		if strings.ContainsAny(args[0], "IF") {
-			add("-" + string(args[0][strings.IndexAny(args[0], "IF")]))
 		}
 		positional = nil
 	}
+	r.subRisks(positional, add)
+	if r.script != nil {
+		for _, s := range r.script(args) {
+			add(s)
+		}
+	}
+	return out, recursive
+}
+
+// optionRisks adds the catalogued options the option word v uses (after
+// the operands positional) and reports whether it makes the command
+// recursive.
+func (r progRule) optionRisks(v string, positional []string, add func(string)) (recursive bool) {
+	for _, o := range r.opts {
+		if len(positional) > 0 && r.harmless != nil && r.harmless(positional[0], o) {
+			continue
+		}
+		if hasOpt(v, o, r.style) {
+			add(o)
+		}
+	}
+	for _, o := range r.recursiveOpts {
+		if hasOpt(v, o, r.style) {
+			recursive = true
+		}
+	}
+	return recursive
+}
+
+// tarBundled adds the risky options of tar's old-style bundled options
+// (tar xzf a.tgz, tar cf x.tar dir) in arg and reports whether they make
+// it recursive.
+func tarBundled(arg string, add func(string)) (recursive bool) {
+	if strings.ContainsAny(arg, "x") {
+		add("-x")
+	}
+	if strings.ContainsAny(arg, "IF") {
+		add("-" + string(arg[strings.IndexAny(arg, "IF")]))
+	}
+	return strings.ContainsAny(arg, "cru")
+}
+
+// subRisks adds the catalogued subcommands among the operands positional
+// (the first only, unless subAnywhere) and an unknown first one.
+func (r progRule) subRisks(positional []string, add func(string)) {
 	for i, sub := range positional {
 		if i > 0 && !r.subAnywhere {
 			break
@@ -310,12 +338,6 @@ func (r progRule) risky(base string, args []string) (out []string, recursive boo
 			add(sub) // an alias, a plugin, a script or an unknown subcommand
 		}
 	}
-	if r.script != nil {
-		for _, s := range r.script(args) {
-			add(s)
-		}
-	}
-	return out, recursive
 }
 
 // gitDiffing are the git subcommands whose -c, -C and -u are diff options
