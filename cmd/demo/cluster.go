@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/toolhooks/toolhooks/internal/compile"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolhooks/toolhooks/internal/compile"
 
 	"github.com/go-logr/logr"
 	authnv1 "k8s.io/api/authentication/v1"

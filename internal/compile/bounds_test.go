@@ -34,7 +34,7 @@ func TestTheCRDBoundsAreTheHooks(t *testing.T) {
 		"ask.afterCalls":              contract.MaxAfterCalls,
 	} {
 		s := spec
-		for _, f := range strings.Split(path, ".") {
+		for f := range strings.SplitSeq(path, ".") {
 			s = s.Properties[f]
 		}
 		if s.Maximum == nil || *s.Maximum != want {

@@ -3,14 +3,15 @@ package compile
 import (
 	"errors"
 	"fmt"
-	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
-	"github.com/toolhooks/toolhooks/internal/hooks/contract"
-	"github.com/toolhooks/toolhooks/internal/plugins"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
+	"github.com/toolhooks/toolhooks/internal/hooks/contract"
+	"github.com/toolhooks/toolhooks/internal/plugins"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"

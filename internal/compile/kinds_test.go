@@ -1,9 +1,10 @@
 package compile
 
 import (
-	"github.com/toolhooks/toolhooks/internal/hooks"
 	"slices"
 	"testing"
+
+	"github.com/toolhooks/toolhooks/internal/hooks"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
