@@ -11,12 +11,14 @@ import (
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
+	"github.com/toolhooks/toolhooks/internal/sandbox"
 	"github.com/toolhooks/toolhooks/internal/tools"
 )
 
 // gitRepo makes ws a git repository with one commit and a changed file, and
 // writes, as if before the agent ran, a .git/config and a hook that would
-// run programs leaving sentinel files in the workspace: an external diff,
+// run programs leaving sentinel files in the workspace's out directory
+// (where nothing is protected, so confined programs may create files): an external diff,
 // a file system monitor, a credential helper and a pre-commit hook. It
 // also plants a bare repository in the work tree.
 func gitRepo(t *testing.T, ws string) {
@@ -40,7 +42,10 @@ func gitRepo(t *testing.T, ws string) {
 	gitCmd("add", "f.txt")
 	gitCmd("commit", "-qm", "one")
 	write(t, filepath.Join(ws, "f.txt"), "two\n", 0o644)
-	sentinel := func(name string) string { return "touch " + filepath.Join(ws, name) }
+	if err := os.Mkdir(filepath.Join(ws, "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sentinel := func(name string) string { return "touch " + filepath.Join(ws, "out", name) }
 	gitCmd("config", "diff.external", sentinel("s-extdiff")+"; true")
 	gitCmd("config", "core.fsmonitor", sentinel("s-fsmonitor")+"; true")
 	gitCmd("config", "core.pager", sentinel("s-pager")+"; cat")
@@ -76,12 +81,40 @@ const gitCalls = `git diff; git status --short; printf 'protocol=https\nhost=exa
 // executor does once every before-hook allowed the call.
 func shellWith(t *testing.T, ws string, cfg autonomy.Config) func(tool string, args map[string]any) (string, error) {
 	t.Helper()
+	return shellWithOptions(t, ws, cfg, tools.Options{})
+}
+
+// liftedGit is a policy protecting none of the default entries, so that
+// confined programs may write .git (which the kernel otherwise keeps
+// read-only: it cannot let git create .git/index.lock while refusing
+// .git/config in the same directory).
+func liftedGit(allowPrograms bool) autonomy.Config {
+	var names []string
+	for _, e := range autonomy.DefaultProtected {
+		names = append(names, e.Name)
+	}
+	return autonomy.Config{ProtectedPaths: &autonomy.ProtectedConfig{Lift: names, AllowGitPrograms: allowPrograms}}
+}
+
+// workspaceExec is a sandbox letting confined processes execute workspace
+// files, as the hook in .git/hooks needs.
+func workspaceExec(t *testing.T) tools.Options {
+	t.Helper()
+	sb, err := sandbox.New(sandbox.Config{WorkspaceExec: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tools.Options{Sandbox: sb}
+}
+
+func shellWithOptions(t *testing.T, ws string, cfg autonomy.Config, opts tools.Options) func(tool string, args map[string]any) (string, error) {
+	t.Helper()
 	cfg.WorkspaceRoot, cfg.AllowShell, cfg.AllowedShellCommands = ws, true, []string{"*"}
 	auto, err := autonomy.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	list, err := tools.Builtins(ws, tools.Options{})
+	list, err := tools.Builtins(ws, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,13 +134,15 @@ func shellWith(t *testing.T, ws string, cfg autonomy.Config) func(tool string, a
 func TestShellGitRunsNoProgramItsConfigurationNames(t *testing.T) {
 	ws := mustReal(t, t.TempDir())
 	gitRepo(t, ws)
+	// By default the kernel keeps .git read-only: the commit fails, and
+	// no configured program runs.
 	run := shellWith(t, ws, autonomy.Config{})
 	out, err := run(tools.Shell, map[string]any{"command": gitCalls})
 	if err != nil {
 		t.Fatalf("the git commands failed: %v", err)
 	}
 	for _, s := range sentinels {
-		if _, err := os.Stat(filepath.Join(ws, s)); err == nil {
+		if _, err := os.Stat(filepath.Join(ws, "out", s)); err == nil {
 			t.Errorf("the program that leaves %s ran:\n%s", s, out)
 		}
 	}
@@ -115,8 +150,26 @@ func TestShellGitRunsNoProgramItsConfigurationNames(t *testing.T) {
 		t.Errorf("git diff does not show the change:\n%s", out)
 	}
 	log, err := run(tools.Shell, map[string]any{"command": "git log --oneline | wc -l; git var GIT_PAGER"})
+	if err != nil || log != "1\ncat\n" {
+		t.Errorf("the commit (refused: .git is read-only) or the pager: %q, %v", log, err)
+	}
+
+	// With .git writable and workspace files executable, git commits, and
+	// still runs none of its configured programs: only the environment the
+	// shell tool sets stops them.
+	writable := shellWithOptions(t, ws, liftedGit(false), workspaceExec(t))
+	out, err = writable(tools.Shell, map[string]any{"command": gitCalls})
+	if err != nil {
+		t.Fatalf("the git commands failed with .git writable: %v", err)
+	}
+	for _, s := range sentinels {
+		if _, err := os.Stat(filepath.Join(ws, "out", s)); err == nil {
+			t.Errorf("with .git writable, the program that leaves %s ran:\n%s", s, out)
+		}
+	}
+	log, err = writable(tools.Shell, map[string]any{"command": "git log --oneline | wc -l; git var GIT_PAGER"})
 	if err != nil || log != "2\ncat\n" {
-		t.Errorf("the commit or the pager: %q, %v", log, err)
+		t.Errorf("with .git writable, the commit or the pager: %q, %v", log, err)
 	}
 	bare, err := run(tools.Shell, map[string]any{"command": "cd bare && git rev-parse --git-dir"})
 	if err != nil || !strings.Contains(bare, "cannot use bare repository") {
@@ -125,13 +178,13 @@ func TestShellGitRunsNoProgramItsConfigurationNames(t *testing.T) {
 
 	// The same calls under a policy that allows git's configured programs
 	// run every one of them: the sentinels above can appear.
-	allowed := shellWith(t, ws, autonomy.Config{ProtectedPaths: &autonomy.ProtectedConfig{AllowGitPrograms: true}})
+	allowed := shellWithOptions(t, ws, liftedGit(true), workspaceExec(t))
 	write(t, filepath.Join(ws, "f.txt"), "three\n", 0o644)
 	if out, err := allowed(tools.Shell, map[string]any{"command": gitCalls}); err != nil {
 		t.Fatalf("the git commands failed with git's programs allowed: %v\n%s", err, out)
 	}
 	for _, s := range sentinels {
-		if _, err := os.Stat(filepath.Join(ws, s)); err != nil {
+		if _, err := os.Stat(filepath.Join(ws, "out", s)); err != nil {
 			t.Errorf("with git's programs allowed, the program that leaves %s did not run: %v", s, err)
 		}
 	}
@@ -161,7 +214,7 @@ func TestAgentWritesToGitConfigurationAreDenied(t *testing.T) {
 		{"a program writing it", tools.Shell, map[string]any{"command": "cp f.txt .git/config"}},
 		{"a hook", tools.WriteFile, map[string]any{"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\n"}},
 		{"attributes", tools.Shell, map[string]any{"command": "echo '* diff=x' > .gitattributes"}},
-		{"a gitdir file", tools.Shell, map[string]any{"command": "mkdir sub && echo 'gitdir: ../bare' > sub/.git"}},
+		{"a gitdir file", tools.Shell, map[string]any{"command": "mkdir out/sub && echo 'gitdir: ../../bare' > out/sub/.git"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := run(tc.tool, tc.args)
@@ -174,13 +227,15 @@ func TestAgentWritesToGitConfigurationAreDenied(t *testing.T) {
 	if after, err := os.ReadFile(config); err != nil || string(after) != string(before) {
 		t.Errorf(".git/config changed: %q, %v", after, err)
 	}
-	for _, p := range []string{".git/hooks/post-checkout", ".gitattributes", "sub/.git"} {
+	for _, p := range []string{".git/hooks/post-checkout", ".gitattributes", "out/sub/.git"} {
 		if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
 			t.Errorf("%s was written", p)
 		}
 	}
 
-	lifted := shellWith(t, ws, autonomy.Config{ProtectedPaths: &autonomy.ProtectedConfig{Lift: []string{".git/config", ".gitattributes"}}})
+	// Lifted, every entry (the kernel keeps .git read-only while any entry
+	// beneath it is protected).
+	lifted := shellWith(t, ws, liftedGit(false))
 	if out, err := lifted(tools.Shell, map[string]any{"command": "git config core.abbrev 12 && echo '* -diff' > .gitattributes && git config core.abbrev"}); err != nil || out != "12\n" {
 		t.Errorf("with the entries lifted: %q, %v", out, err)
 	}
@@ -210,8 +265,10 @@ func TestScriptsCannotUndoTheGitConfiguration(t *testing.T) {
 		}
 	}
 	for _, s := range append(sentinels, "s-ssh") {
-		if _, err := os.Stat(filepath.Join(ws, s)); err == nil {
-			t.Errorf("%s was left", s)
+		for _, dir := range []string{ws, filepath.Join(ws, "out")} {
+			if _, err := os.Stat(filepath.Join(dir, s)); err == nil {
+				t.Errorf("%s was left", s)
+			}
 		}
 	}
 	allowed := shellWith(t, ws, autonomy.Config{ProtectedPaths: &autonomy.ProtectedConfig{AllowGitPrograms: true}})

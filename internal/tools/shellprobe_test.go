@@ -7,10 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolhooks/toolhooks/internal/hooks"
 	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
+	"github.com/toolhooks/toolhooks/internal/sandbox"
 	"github.com/toolhooks/toolhooks/internal/tools"
 )
 
@@ -76,10 +78,19 @@ func shellUnder(t *testing.T, ws string, cfg autonomy.Config) func(cmd string) (
 
 var forbidden = []string{"**/.env", "secrets/**"}
 
+// defaultSandbox is the default sandbox, made once: making one probes the
+// kernel with a supervisor process, which a test running hundreds of
+// commands should not pay for each (as the gateway makes one for all).
+var defaultSandbox = sync.OnceValues(func() (*sandbox.Sandbox, error) { return sandbox.New(sandbox.Config{}) })
+
 // shellOf returns the shell tool of the built-in tools over ws.
 func shellOf(t *testing.T, ws string) hooks.Tool {
 	t.Helper()
-	list, err := tools.Builtins(ws, tools.Options{})
+	sb, err := defaultSandbox()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := tools.Builtins(ws, tools.Options{Sandbox: sb})
 	if err != nil {
 		t.Fatal(err)
 	}
