@@ -48,19 +48,22 @@ var DefaultLimits = Limits{
 // starts with over 1 GiB), which RLIMIT_AS would otherwise count.
 const AddressSlack = 4 << 30
 
+// unbounded names a limit that is not set, in the status line.
+const unbounded = "unbounded"
+
 // String describes the limits for the status line.
 func (l Limits) String() string {
 	b := func(n uint64) string {
 		if n == 0 {
-			return "unbounded"
+			return unbounded
 		}
 		return fmt.Sprintf("%d MiB", n>>20)
 	}
-	p := "unbounded"
+	p := unbounded
 	if l.Processes > 0 {
 		p = fmt.Sprint(l.Processes)
 	}
-	c := "unbounded"
+	c := unbounded
 	if l.CPUTime > 0 {
 		c = l.CPUTime.String()
 	}

@@ -139,7 +139,7 @@ func runHelper(t *testing.T, s *sandbox.Sandbox, self, ws, op string) (string, e
 	if err != nil {
 		t.Fatalf("start %s: %v", op, err)
 	}
-	_, err = waitExit(p)
+	err = waitExit(p)
 	return out.String(), err
 }
 

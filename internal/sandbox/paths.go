@@ -327,31 +327,9 @@ func (w *walker) walkDir(fd int, n *node) error {
 			w.dirs[int32(wd)] = n
 		}
 	}
-	var names []string
-	var types []uint8
-	var inos []uint64
-	for {
-		k, err := unix.Getdents(fd, w.buf[:])
-		if err != nil {
-			return fmt.Errorf("sandbox: reading %s: %w", p, err)
-		}
-		if k == 0 {
-			break
-		}
-		for off := 0; off < k; {
-			ino := *(*uint64)(unsafe.Pointer(&w.buf[off]))
-			reclen := int(*(*uint16)(unsafe.Pointer(&w.buf[off+16])))
-			typ := w.buf[off+18]
-			name := w.buf[off+19 : off+reclen]
-			if i := slices.Index(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			off += reclen
-			if string(name) == "." || string(name) == ".." {
-				continue
-			}
-			names, types, inos = append(names, string(name)), append(types, typ), append(inos, ino)
-		}
+	names, types, inos, err := w.readDirents(fd, p)
+	if err != nil {
+		return err
 	}
 	for i, name := range names {
 		typ := types[i]
@@ -408,6 +386,35 @@ func (w *walker) walkDir(fd int, n *node) error {
 		n.kids = append(n.kids, kid)
 	}
 	return nil
+}
+
+// readDirents lists the directory open as fd (at p) with each entry's
+// type and inode number, without . and ...
+func (w *walker) readDirents(fd int, p string) (names []string, types []uint8, inos []uint64, err error) {
+	for {
+		k, err := unix.Getdents(fd, w.buf[:])
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("sandbox: reading %s: %w", p, err)
+		}
+		if k == 0 {
+			break
+		}
+		for off := 0; off < k; {
+			ino := *(*uint64)(unsafe.Pointer(&w.buf[off]))
+			reclen := int(*(*uint16)(unsafe.Pointer(&w.buf[off+16])))
+			typ := w.buf[off+18]
+			name := w.buf[off+19 : off+reclen]
+			if i := slices.Index(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			off += reclen
+			if string(name) == "." || string(name) == ".." {
+				continue
+			}
+			names, types, inos = append(names, string(name)), append(types, typ), append(inos, ino)
+		}
+	}
+	return names, types, inos, nil
 }
 
 func dtOf(mode uint32) uint8 {

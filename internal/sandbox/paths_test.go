@@ -65,7 +65,7 @@ func confined(t testing.TB, s *sandbox.Sandbox, ws string, pol sandbox.PathPolic
 	if err != nil {
 		t.Fatalf("start %v: %v", argv, err)
 	}
-	_, err = waitExit(p)
+	err = waitExit(p)
 	return out.String(), err
 }
 

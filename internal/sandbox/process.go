@@ -133,8 +133,7 @@ func (p *Process) Wait() (Report, error) {
 	if rep.Error != "" {
 		return rep, fmt.Errorf("sandbox: %s", rep.Error)
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
+	if _, ok := errors.AsType[*exec.ExitError](err); ok {
 		err = nil // the program's status is the report's
 	}
 	return rep, err

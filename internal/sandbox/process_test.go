@@ -419,11 +419,23 @@ os.wait()
 }
 
 // token makes a command line the test can find among the host's processes.
-func token(t *testing.T) string {
+func token() string {
 	return fmt.Sprintf("1000%d.%d", os.Getpid(), time.Now().UnixNano()%1e6)
 }
 
 // running lists the host's processes whose command line holds tok.
+// sleepers lists the running sleep programs whose argument is tok (not the
+// shell or supervisor whose command lines name it too).
+func sleepers(tok string) []string {
+	var out []string
+	for _, p := range running(tok) {
+		if _, cmd, _ := strings.Cut(p, ": "); strings.HasPrefix(cmd, "sleep ") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func running(tok string) []string {
 	var out []string
 	entries, _ := os.ReadDir("/proc")
@@ -478,7 +490,7 @@ func TestEveryProcessEndsWithTheProgram(t *testing.T) {
 	for mode, s := range reapers(t, sandbox.Limits{}) {
 		t.Run(mode, func(t *testing.T) {
 			ws, _ := layout(t)
-			tok := token(t)
+			tok := token()
 			sentinel := filepath.Join(ws, "sentinel")
 			// A background child, a double fork into a new session and a
 			// disowned job, each of which would write the sentinel later.
@@ -512,10 +524,10 @@ func TestAStoppedProgramEndsWithItsWholeTree(t *testing.T) {
 	for mode, s := range reapers(t, sandbox.Limits{}) {
 		t.Run(mode, func(t *testing.T) {
 			ws, _ := layout(t)
-			tok := token(t)
+			tok := token()
 			ctx, cancel := context.WithCancel(context.Background())
 			p, _ := start(t, s, ws, ctx, "/bin/bash", "-c", "setsid sleep "+tok+" & sleep "+tok+" & wait")
-			for len(running(tok)) < 2 {
+			for len(sleepers(tok)) < 2 {
 				time.Sleep(10 * time.Millisecond)
 			}
 			cancel()
@@ -552,19 +564,20 @@ func TestLimitsBoundEachProgram(t *testing.T) {
 			}
 
 			// Processes: forks beyond the bound fail; the rest are ended.
-			cmd := exec.Command(self)
+			// dash counts the sleeps it started in a file (echo is a
+			// builtin) and exits when a fork fails.
+			cmd := exec.Command("/bin/dash", "-c", `i=0; while [ $i -lt 40 ]; do sleep 1000 & i=$((i+1)); echo $i > started; done`)
 			var fout strings.Builder
-			cmd.Env = append(os.Environ(), helperEnv+"=fork 40")
 			cmd.Dir, cmd.Stdout, cmd.Stderr = ws, &fout, &fout
 			p, err := hs.Start(cmd, sandbox.Confinement{Writable: []string{ws}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			rep, err := p.Wait()
-			var started int
-			_, _ = fmt.Sscanf(fout.String(), "started %d", &started)
+			b, _ := os.ReadFile(filepath.Join(ws, "started"))
+			started, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 			if err != nil || rep.ExitCode == 0 || started == 0 || started >= 24 || rep.Ended != started {
-				t.Errorf("forks: %q %+v %v", fout.String(), rep, err)
+				t.Errorf("forks: %q, %d started, %+v %v", fout.String(), started, rep, err)
 			}
 
 			// CPU time: the tree ends with a clear status.
@@ -649,7 +662,7 @@ func TestWithoutSignalScopingAProgramCannotKillItsSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws, _ := layout(t)
-	tok := token(t)
+	tok := token()
 	script := `sup=$PPID
 kill -KILL $sup 2>/dev/null; echo "kill $?"
 kill -KILL -- -$sup 2>/dev/null; echo "group $?"

@@ -57,7 +57,7 @@ func run(t *testing.T, s *sandbox.Sandbox, ws string, argv ...string) (string, e
 	if err != nil {
 		t.Fatalf("start %v: %v", argv, err)
 	}
-	_, err = waitExit(p)
+	err = waitExit(p)
 	return out.String(), err
 }
 
@@ -291,17 +291,17 @@ func reportCPU(b *testing.B) func() {
 	}
 }
 
-// waitExit waits for p and returns its report, with an error when the
-// program did not exit with status 0.
-func waitExit(p *sandbox.Process) (sandbox.Report, error) {
+// waitExit waits for p, with an error when the program did not exit with
+// status 0.
+func waitExit(p *sandbox.Process) error {
 	rep, err := p.Wait()
 	switch {
 	case err != nil:
-		return rep, err
+		return err
 	case !rep.Exited:
-		return rep, fmt.Errorf("killed by %v", rep.Signal)
+		return fmt.Errorf("killed by %v", rep.Signal)
 	case rep.ExitCode != 0:
-		return rep, fmt.Errorf("exit status %d", rep.ExitCode)
+		return fmt.Errorf("exit status %d", rep.ExitCode)
 	}
-	return rep, nil
+	return nil
 }

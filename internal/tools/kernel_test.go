@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -148,10 +149,8 @@ func snapshot(t *testing.T, root string, skip ...string) map[string]string {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
-		for _, s := range skip {
-			if rel == s {
-				return filepath.SkipDir
-			}
+		if slices.Contains(skip, rel) {
+			return filepath.SkipDir
 		}
 		info, err := d.Info()
 		if err != nil {
@@ -181,7 +180,7 @@ func snapshot(t *testing.T, root string, skip ...string) map[string]string {
 // kernelPolicies are the policies of the differential test. The shell's
 // own checks would refuse most of the attempts; these policies allow every
 // command, so that only the kernel stands between the programs and the files.
-func kernelPolicies(ws string) []struct {
+func kernelPolicies() []struct {
 	name      string
 	cfg       autonomy.Config
 	protect   bool
@@ -212,7 +211,7 @@ func kernelPolicies(ws string) []struct {
 // outside the workspace and system files the policy forbids, and asserts
 // that they were refused and that nothing happened.
 func TestTheKernelEnforcesThePolicysPathRules(t *testing.T) {
-	for _, pol := range kernelPolicies("") {
+	for _, pol := range kernelPolicies() {
 		t.Run(pol.name, func(t *testing.T) {
 			dir, ws := kernelLayout(t)
 			cfg := pol.cfg
