@@ -4,12 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"

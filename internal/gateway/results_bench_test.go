@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"bytes"
 	"fmt"
-	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolhooks/toolhooks/internal/hooks/autonomy"
 
 	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
 	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"

@@ -3,10 +3,11 @@ package gatewayk8s
 import (
 	"context"
 	"fmt"
-	"github.com/toolhooks/toolhooks/internal/authn/tokenreview"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/toolhooks/toolhooks/internal/authn/tokenreview"
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"

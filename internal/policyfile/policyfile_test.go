@@ -2,14 +2,15 @@ package policyfile_test
 
 import (
 	"errors"
-	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
-	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
-	"github.com/toolhooks/toolhooks/internal/plugins"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolhooks/toolhooks/internal/gatewayconfig"
+	"github.com/toolhooks/toolhooks/internal/hooks/resultscan"
+	"github.com/toolhooks/toolhooks/internal/plugins"
 
 	policyv1alpha1 "github.com/toolhooks/toolhooks/api/v1alpha1"
 	"github.com/toolhooks/toolhooks/internal/compile"
