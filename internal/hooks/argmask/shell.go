@@ -75,6 +75,12 @@ func maskArgv(vals []string, depth int) []string {
 		if nv == v {
 			nv = wordSecrets(v, depth)
 		}
+		if nv != v && strings.HasSuffix(v, "=") {
+			// NAME= or --name= with nothing after it: the value may be the
+			// next word, split off where a command line was quoted again
+			// (a reason's rendering), so it is masked too.
+			maskNext = true
+		}
 		set(i, nv)
 	}
 	return out
@@ -100,9 +106,13 @@ func wordSecrets(v string, depth int) string {
 		}
 	}
 	if depth < maxShellDepth && strings.ContainsAny(v, " \t\n;|&") && mayHoldSecret(v) {
-		if nv, ok := maskShell(v, depth+1); ok {
+		// As text first: a word re-read as a command can split a value off
+		// its name (NAME= value) or make it a redirection (NAME= 000<0).
+		t := maskText(v)
+		if nv, ok := maskShell(t, depth+1); ok {
 			return nv
 		}
+		return t
 	}
 	return v
 }
