@@ -91,18 +91,23 @@ func maskArgv(vals []string, depth int) []string {
 // value, blanks included), or else what maskShell finds in a word that may
 // hold a command (sh -c '...', a quoted command in a reason).
 func wordSecrets(v string, depth int) string {
-	if name, _, ok := strings.Cut(v, "="); ok {
-		if n := strings.TrimLeft(name, " \t\n"); !strings.ContainsAny(n, " \t\n") {
-			// The name is what ends in name bytes before the '=' (after
-			// whatever precedes it, such as an escape).
-			i := len(n)
-			for i > 0 && isNameByte(n[i-1]) {
-				i--
-			}
-			query := i > 0 && strings.IndexByte("?&;", n[i-1]) >= 0 // a URL's parameter: the text pass reads it
-			if n := n[i:]; n != "" && !query && SecretName(strings.TrimLeft(n, "-")) && (!isEnvName(n) || secretEnvName(n)) {
-				return name + "=" + MaskedMarker
-			}
+	// Every NAME= in the word, whatever precedes it (a word re-read from a
+	// quoted command line may hold blanks before the name): the rest of
+	// the word is the value of the first whose name says secret.
+	for off := 0; ; {
+		eq := strings.IndexByte(v[off:], '=')
+		if eq < 0 {
+			break
+		}
+		eq += off
+		off = eq + 1
+		i := eq
+		for i > 0 && isNameByte(v[i-1]) {
+			i--
+		}
+		query := i > 0 && strings.IndexByte("?&;", v[i-1]) >= 0 // a URL's parameter: the text pass reads it
+		if n := v[i:eq]; n != "" && !query && SecretName(strings.TrimLeft(n, "-")) && (!isEnvName(n) || secretEnvName(n)) {
+			return v[:eq+1] + MaskedMarker
 		}
 	}
 	if depth < maxShellDepth && strings.ContainsAny(v, " \t\n;|&") && mayHoldSecret(v) {
